@@ -1,0 +1,2 @@
+//! Benchmark of the segment buffer (being written).
+fn main() {}

@@ -1,0 +1,176 @@
+//! The one error type of `idmint-core`.
+//!
+//! Every variant is something a caller can act on: a bad input to fix, a wait that may succeed
+//! if retried, a store that is down, or a limit that will never lift (layout exhausted). The
+//! server maps them to HTTP statuses and Redis `-ERR` replies, so the split between them is part
+//! of the contract: [`Error::is_retryable`] says which ones a client may simply try again.
+
+use std::time::Duration;
+
+/// Result alias used throughout `idmint-core`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in `idmint-core` and in the store traits it defines.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A layout spec string could not be parsed or breaks a layout rule.
+    #[error("invalid layout `{spec}`: {reason}")]
+    InvalidLayout {
+        /// The spec as given.
+        spec: String,
+        /// What is wrong with it, in words a user can act on.
+        reason: String,
+    },
+
+    /// An epoch could not be parsed or is not usable (for example, in the future).
+    #[error("invalid epoch `{epoch}`: {reason}")]
+    InvalidEpoch {
+        /// The epoch as given.
+        epoch: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+
+    /// A caller-supplied value is out of range (a shard too wide for its field, a count of 0...).
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument {
+        /// Which argument.
+        name: &'static str,
+        /// Why it was refused.
+        reason: String,
+    },
+
+    /// A tag name breaks the rule `[A-Za-z0-9_.:-]{1,128}`.
+    #[error("invalid tag `{tag}`: tags are 1 to 128 characters of A-Z a-z 0-9 _ . : -")]
+    InvalidTag {
+        /// The refused name (possibly truncated for display).
+        tag: String,
+    },
+
+    /// The layout's time field has run out: no more IDs can ever be issued with this layout.
+    #[error("layout exhausted: its time field ran out at {ends_at}")]
+    LayoutExhausted {
+        /// The moment the layout ran out, RFC 3339 UTC.
+        ends_at: String,
+    },
+
+    /// The clock is before the layout's epoch, so no tick can be computed.
+    #[error("clock reads {now_ms} ms since the Unix epoch, before the layout epoch {epoch_ms}")]
+    ClockBeforeEpoch {
+        /// The clock reading.
+        now_ms: u64,
+        /// The layout epoch.
+        epoch_ms: u64,
+    },
+
+    /// The generator would have to run further ahead of the clock than `max_lead` allows
+    /// (sequence exhausted, or the clock is behind the last issued tick) and the bounded wait
+    /// ran out.
+    #[error("clock is {behind_ms} ms behind the next tick; waited {waited:?} (max_wait)")]
+    ClockBehind {
+        /// How far the next tick is ahead of the clock, beyond what `max_lead` allows.
+        behind_ms: u64,
+        /// How long the call waited before giving up.
+        waited: Duration,
+    },
+
+    /// The next tick is above the high-water mark the store has confirmed for this worker's
+    /// lease, and the bounded wait for a raise ran out. Usually the store is slow or the lease
+    /// was lost.
+    #[error("high-water mark not granted: next tick {tick} is above granted tick {granted}")]
+    HwmNotGranted {
+        /// The tick the generator needed.
+        tick: u64,
+        /// The highest tick the store has confirmed.
+        granted: u64,
+    },
+
+    /// Both segment buffers of a tag are empty and the store did not deliver a new range in
+    /// time.
+    #[error("no segment available for tag `{tag}` after waiting {waited:?}: {cause}")]
+    SegmentUnavailable {
+        /// The tag.
+        tag: String,
+        /// How long the call waited.
+        waited: Duration,
+        /// Why the store gave nothing (last store error, or a timeout).
+        cause: String,
+    },
+
+    /// The store could not be reached or did not answer in time. Retryable.
+    #[error("store unavailable: {0}")]
+    StoreUnavailable(String),
+
+    /// A conditional write lost a race (another node wrote first). Not an outage.
+    #[error("store conflict: {0}")]
+    StoreConflict(String),
+
+    /// The store holds data that breaks an invariant, or refused a request as invalid.
+    #[error("store refused: {0}")]
+    StoreInvalid(String),
+
+    /// The worker lease is no longer ours (expired and taken, or the token changed).
+    #[error("worker lease lost: worker {worker_id}")]
+    LeaseLost {
+        /// The worker ID that was lost.
+        worker_id: u64,
+    },
+
+    /// Every worker ID of the layout is held by a live node.
+    #[error("no worker ID free: all {worker_count} are held by live nodes")]
+    NoWorkerFree {
+        /// How many worker IDs the layout has.
+        worker_count: u64,
+    },
+
+    /// A specific worker ID was asked for but a live node holds it.
+    #[error("worker ID {worker_id} is held by live node `{holder}`")]
+    WorkerHeld {
+        /// The requested worker ID.
+        worker_id: u64,
+        /// The node that holds it.
+        holder: String,
+    },
+
+    /// The tag does not exist in the store.
+    #[error("unknown tag `{0}`")]
+    UnknownTag(String),
+
+    /// The tag already exists (on create).
+    #[error("tag `{0}` already exists")]
+    TagExists(String),
+}
+
+impl Error {
+    /// True when the same call may succeed later without any change by the caller: a bounded
+    /// wait ran out, or the store is down. Bad input and exhausted layouts are not retryable.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Error::ClockBehind { .. }
+                | Error::HwmNotGranted { .. }
+                | Error::SegmentUnavailable { .. }
+                | Error::StoreUnavailable(_)
+                | Error::StoreConflict(_)
+                | Error::LeaseLost { .. }
+                | Error::NoWorkerFree { .. }
+        )
+    }
+
+    /// Shorthand for [`Error::InvalidLayout`].
+    pub(crate) fn layout(spec: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidLayout {
+            spec: spec.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub(crate) fn argument(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! A decoded ID, for people and for JSON.
+
+use super::{format_ms_rfc3339, FieldKind, IdParts, Layout};
+
+/// An ID taken apart: the moment it was minted and each field.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DecodedId {
+    /// The ID, as a string (JavaScript loses integers above 2^53).
+    pub id: String,
+    /// The layout it was decoded with.
+    pub layout: String,
+    /// The start of its tick, RFC 3339 UTC.
+    pub time: String,
+    /// The start of its tick, ms since the Unix epoch.
+    pub unix_ms: u64,
+    /// Ticks since the layout's epoch.
+    pub tick: u64,
+    /// Datacenter, when the layout has that field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dc: Option<u64>,
+    /// Worker, when the layout has that field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<u64>,
+    /// Shard, when the layout has that field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<u64>,
+    /// Sequence within the tick.
+    pub seq: u64,
+}
+
+impl DecodedId {
+    pub(super) fn new(layout: &Layout, id: u64, parts: IdParts) -> Self {
+        let unix_ms = layout.tick_start_ms(parts.tick);
+        let present = |kind: FieldKind, value: u64| layout.field(kind).map(|_| value);
+        Self {
+            id: id.to_string(),
+            layout: layout.to_string(),
+            time: format_ms_rfc3339(unix_ms),
+            unix_ms,
+            tick: parts.tick,
+            dc: present(FieldKind::Dc, parts.dc),
+            worker: present(FieldKind::Worker, parts.worker),
+            shard: present(FieldKind::Shard, parts.shard),
+            seq: parts.seq,
+        }
+    }
+}

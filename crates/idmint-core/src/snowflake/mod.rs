@@ -1,0 +1,307 @@
+//! The lock-free snowflake generator.
+//!
+//! Per worker, the whole state is one 64-bit word: the next free `(tick, seq)` pair packed as
+//! `tick << seq_bits | seq`. Taking IDs is one compare-and-swap of that word to
+//! `max(next_free, now << seq_bits) + n`, so any number of threads may call at once, no ID is
+//! ever handed out twice, and IDs of one worker strictly increase. A sequence that overflows
+//! carries into the tick: the generator borrows future time, at most `max_lead` ahead of the
+//! clock. Two more gates stop it: the high-water mark the store confirmed for the worker lease
+//! (`granted_tick`), and the end of the layout. Each gate ends a call either at once
+//! ([`SnowflakeGenerator::try_reserve`]) or after a bounded wait.
+
+mod batch;
+mod config;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use self::batch::SnowflakeBatch;
+use self::batch::Composer;
+pub use self::config::{Fence, SnowflakeConfig};
+use crate::clock::{duration_ms, Clock};
+use crate::error::{Error, Result};
+use crate::layout::{format_ms_rfc3339, low_mask, FieldKind, Layout};
+use crate::sync::{AtomicU64, Ordering};
+
+/// The most IDs one call may reserve.
+pub const MAX_BATCH: u64 = 1_000_000;
+
+/// Keeps the hot word on a cache line of its own, so threads reading the generator's
+/// configuration do not slow down the threads writing the word.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// Why a reservation could not be made without waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocked {
+    /// The reservation would run more than `max_lead` ahead of the clock: the sequence of the
+    /// current ticks is used up, or the clock is behind the ticks already issued.
+    Lead {
+        /// Ticks beyond what `max_lead` allows.
+        ticks_over: u64,
+    },
+    /// The reservation would pass the high-water mark the store has confirmed.
+    Hwm {
+        /// The tick needed.
+        tick: u64,
+        /// The highest tick granted.
+        granted: u64,
+    },
+}
+
+/// The outcome of [`SnowflakeGenerator::try_reserve`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reservation {
+    /// The IDs, reserved.
+    Ready(SnowflakeBatch),
+    /// Nothing was reserved; retrying after about [`Reservation::retry_after`] may succeed.
+    Blocked(Blocked, Duration),
+}
+
+/// Snowflake IDs for one worker of one layout.
+#[derive(Debug)]
+pub struct SnowflakeGenerator {
+    /// Next free `(tick, seq)`, packed.
+    next_free: Padded<AtomicU64>,
+    /// Highest tick the store has confirmed for this worker's lease.
+    granted_tick: AtomicU64,
+    clock: Arc<dyn Clock>,
+    composer: Composer,
+    layout: Layout,
+    datacenter: u64,
+    worker: u64,
+    seq_bits: u32,
+    max_tick: u64,
+    max_lead_ticks: u64,
+    max_wait: Duration,
+    spread_mask: u64,
+    shard_shift: u32,
+    shard_max: u64,
+}
+
+impl SnowflakeGenerator {
+    /// A generator for worker `worker` in datacenter `datacenter`, starting strictly above
+    /// `fence.after_tick` and at or after the clock's current tick.
+    ///
+    /// Fails when `worker` or `datacenter` does not fit the layout, the epoch is in the
+    /// future, or the layout has already run out.
+    pub fn new(
+        layout: Layout,
+        datacenter: u64,
+        worker: u64,
+        clock: Arc<dyn Clock>,
+        config: &SnowflakeConfig,
+        fence: Fence,
+    ) -> Result<Self> {
+        layout.check_fits(FieldKind::Dc, datacenter)?;
+        layout.check_fits(FieldKind::Worker, worker)?;
+        let now_ms = clock.now_ms();
+        layout.check_epoch_not_future(now_ms)?;
+        let seq_bits = layout.seq_bits();
+        if config.spread_bits >= seq_bits && config.spread_bits > 0 {
+            return Err(Error::argument(
+                "spread_bits",
+                format!("{} must be below the sequence width {seq_bits}", config.spread_bits),
+            ));
+        }
+        let now_tick = layout.tick_at(now_ms).unwrap_or(0);
+        let start_tick = match fence.after_tick {
+            Some(after) => now_tick.max(after.saturating_add(1)),
+            None => now_tick,
+        };
+        let exhausted = layout_exhausted(&layout);
+        if start_tick > layout.max_tick() {
+            return Err(exhausted);
+        }
+        let shard = layout.field(FieldKind::Shard);
+        let unit_ms = layout.unit().millis();
+        Ok(Self {
+            next_free: Padded(AtomicU64::new(start_tick << seq_bits)),
+            granted_tick: AtomicU64::new(fence.granted_tick),
+            composer: Composer::new(&layout, layout.compose_fixed(datacenter, worker)),
+            clock,
+            datacenter,
+            worker,
+            seq_bits,
+            max_tick: layout.max_tick(),
+            max_lead_ticks: duration_ms(config.max_lead) / unit_ms,
+            max_wait: config.max_wait,
+            spread_mask: low_mask(config.spread_bits),
+            shard_shift: shard.map_or(0, |f| f.shift),
+            shard_max: shard.map_or(0, |f| f.max_value()),
+            layout,
+        })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The worker ID in every ID.
+    pub fn worker(&self) -> u64 {
+        self.worker
+    }
+
+    /// The datacenter in every ID.
+    pub fn datacenter(&self) -> u64 {
+        self.datacenter
+    }
+
+    /// One ID (shard 0), waiting at most `max_wait`.
+    pub fn next_id(&self) -> Result<u64> {
+        self.next_batch(1, 0)?
+            .next()
+            .ok_or_else(|| Error::argument("count", "empty batch"))
+    }
+
+    /// One ID for `shard`, waiting at most `max_wait`.
+    pub fn next_id_for_shard(&self, shard: u64) -> Result<u64> {
+        self.next_batch(1, shard)?
+            .next()
+            .ok_or_else(|| Error::argument("count", "empty batch"))
+    }
+
+    /// `count` IDs for `shard` with one compare-and-swap, waiting at most `max_wait` in total.
+    pub fn next_batch(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {
+        let mut waited = Duration::ZERO;
+        loop {
+            match self.try_reserve(count, shard)? {
+                Reservation::Ready(batch) => return Ok(batch),
+                Reservation::Blocked(blocked, retry_after) => {
+                    if waited >= self.max_wait {
+                        return Err(self.blocked_error(blocked, waited));
+                    }
+                    let pause = retry_after.min(self.max_wait - waited);
+                    self.clock.sleep(pause);
+                    waited += pause;
+                }
+            }
+        }
+    }
+
+    /// Reserves `count` IDs for `shard` if that needs no wait; otherwise says why and how long
+    /// to wait before trying again. An async caller sleeps on its own timer and retries, so no
+    /// executor thread is ever blocked.
+    ///
+    /// Errors (never retryable) when `count` is 0 or above [`MAX_BATCH`], `shard` does not fit,
+    /// the clock is before the epoch, or the layout has run out.
+    pub fn try_reserve(&self, count: u64, shard: u64) -> Result<Reservation> {
+        if count == 0 || count > MAX_BATCH {
+            return Err(Error::argument("count", format!("must be 1 to {MAX_BATCH}, got {count}")));
+        }
+        if shard > self.shard_max {
+            self.layout.check_fits(FieldKind::Shard, shard)?;
+        }
+        let sb = self.seq_bits;
+        let mut current = self.next_free.0.load(Ordering::Relaxed);
+        loop {
+            let now_tick = self.now_tick()?;
+            let floor = now_tick.min(self.max_tick + 1) << sb;
+            let first = if floor > current {
+                floor | (spread(now_tick) & self.spread_mask)
+            } else {
+                current
+            };
+            let last_tick = (first + (count - 1)) >> sb;
+            if last_tick > self.max_tick {
+                return Err(layout_exhausted(&self.layout));
+            }
+            let granted = self.granted_tick.load(Ordering::Relaxed);
+            if last_tick > granted {
+                let blocked = Blocked::Hwm {
+                    tick: last_tick,
+                    granted,
+                };
+                return Ok(Reservation::Blocked(blocked, Duration::from_millis(1)));
+            }
+            // Ticks already issued may be finished even if the clock fell behind them; a new
+            // tick may only be borrowed up to `max_lead` ahead of the clock.
+            let issued_tick = current.saturating_sub(1) >> sb;
+            let lead_limit = now_tick.saturating_add(self.max_lead_ticks);
+            if last_tick > lead_limit && last_tick > issued_tick {
+                let ticks_over = last_tick - lead_limit;
+                let retry_after = Duration::from_millis(ticks_over.saturating_mul(self.layout.unit().millis()));
+                let blocked = Blocked::Lead { ticks_over };
+                return Ok(Reservation::Blocked(blocked, retry_after));
+            }
+            match self.next_free.0.compare_exchange_weak(
+                current,
+                first + count,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    let composer = self.composer.with_fixed(shard << self.shard_shift);
+                    return Ok(Reservation::Ready(SnowflakeBatch::new(composer, first, count)));
+                }
+                Err(actual) => current = actual,
+            }
+        }
+    }
+
+    /// Raises the highest tick the generator may issue: called after the store confirmed a
+    /// higher HWM for this worker's lease. Never lowers it.
+    pub fn raise_granted_tick(&self, tick: u64) {
+        self.granted_tick.fetch_max(tick, Ordering::Relaxed);
+    }
+
+    /// The highest tick the generator may issue.
+    pub fn granted_tick(&self) -> u64 {
+        self.granted_tick.load(Ordering::Relaxed)
+    }
+
+    /// The highest tick issued so far (or, before the first ID, the tick below the start): what
+    /// a graceful shutdown writes as the final HWM.
+    pub fn issued_tick(&self) -> u64 {
+        self.next_free.0.load(Ordering::Relaxed).saturating_sub(1) >> self.seq_bits
+    }
+
+    /// How far the next tick is ahead of the clock, in ms: 0 in normal running, positive while
+    /// borrowing or after a restart above an HWM in the future.
+    pub fn lead_ms(&self) -> u64 {
+        let next_tick = self.next_free.0.load(Ordering::Relaxed) >> self.seq_bits;
+        let now_tick = self.now_tick().unwrap_or(0);
+        next_tick.saturating_sub(now_tick) * self.layout.unit().millis()
+    }
+
+    /// The clock's current tick, or an error before the epoch.
+    #[inline]
+    fn now_tick(&self) -> Result<u64> {
+        let now_ms = self.clock.now_ms();
+        self.layout.tick_at(now_ms).ok_or(Error::ClockBeforeEpoch {
+            now_ms,
+            epoch_ms: self.layout.epoch_ms(),
+        })
+    }
+
+    fn blocked_error(&self, blocked: Blocked, waited: Duration) -> Error {
+        match blocked {
+            Blocked::Lead { ticks_over } => Error::ClockBehind {
+                behind_ms: ticks_over * self.layout.unit().millis(),
+                waited,
+            },
+            Blocked::Hwm { tick, granted } => Error::HwmNotGranted { tick, granted },
+        }
+    }
+}
+
+fn layout_exhausted(layout: &Layout) -> Error {
+    Error::LayoutExhausted {
+        ends_at: format_ms_rfc3339(layout.ends_at_ms()),
+    }
+}
+
+/// A well-mixed function of the tick (the finaliser of SplitMix64), for sequence spreading:
+/// deterministic, so it needs no random state, yet uniform in its low bits.
+#[inline]
+fn spread(tick: u64) -> u64 {
+    let mut x = tick.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,330 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicU64 as StdAtomicU64;
+use std::sync::{Arc, Mutex};
+
+use super::*;
+use crate::clock::{ManualClock, SystemClock, WallAnchor};
+use crate::layout::parse_epoch;
+
+const NOW: &str = "2026-11-21T12:00:00Z";
+
+fn now_ms() -> u64 {
+    parse_epoch(NOW).unwrap()
+}
+
+fn generator(spec: &str, clock: Arc<dyn Clock>, config: SnowflakeConfig, fence: Fence) -> SnowflakeGenerator {
+    SnowflakeGenerator::new(Layout::parse(spec).unwrap(), 1, 3, clock, &config, fence).unwrap()
+}
+
+fn twitter(clock: Arc<ManualClock>, config: SnowflakeConfig) -> SnowflakeGenerator {
+    generator("twitter", clock, config, Fence::unfenced())
+}
+
+/// A clock built like [`SystemClock`] (the same [`WallAnchor`]) but fed by hand: the wall
+/// reading can step while the monotonic reading keeps going.
+#[derive(Debug)]
+struct AnchoredClock {
+    anchor: Mutex<WallAnchor>,
+    mono_ms: StdAtomicU64,
+    wall_ms: StdAtomicU64,
+}
+
+impl AnchoredClock {
+    fn new(wall_ms: u64) -> Self {
+        Self {
+            anchor: Mutex::new(WallAnchor::new(0, wall_ms)),
+            mono_ms: StdAtomicU64::new(0),
+            wall_ms: StdAtomicU64::new(wall_ms),
+        }
+    }
+
+    fn advance(&self, ms: u64) {
+        self.mono_ms.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+        self.wall_ms.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn step_wall_back(&self, ms: u64) {
+        self.wall_ms.fetch_sub(ms, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn read(&self) -> (u64, i64) {
+        let mono = self.mono_ms.load(std::sync::atomic::Ordering::SeqCst);
+        let wall = self.wall_ms.load(std::sync::atomic::Ordering::SeqCst);
+        self.anchor.lock().unwrap().observe(mono, wall)
+    }
+}
+
+impl Clock for AnchoredClock {
+    fn now_ms(&self) -> u64 {
+        self.read().0
+    }
+
+    fn sleep(&self, duration: Duration) {
+        self.advance(duration_ms(duration).max(1));
+    }
+
+    fn divergence_ms(&self) -> i64 {
+        self.read().1
+    }
+}
+
+fn assert_increasing(ids: &[u64]) {
+    for pair in ids.windows(2) {
+        assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
+    }
+}
+
+#[test]
+fn ids_carry_their_worker_datacenter_and_time() {
+    let clock = ManualClock::shared(now_ms());
+    let gen = twitter(clock.clone(), SnowflakeConfig::default());
+    let id = gen.next_id().unwrap();
+    let decoded = gen.layout().decode(id).unwrap();
+    assert_eq!((decoded.dc, decoded.worker, decoded.seq), (Some(1), Some(3), 0));
+    assert_eq!(decoded.unix_ms, now_ms());
+    clock.advance(Duration::from_millis(7));
+    let later = gen.layout().decode(gen.next_id().unwrap()).unwrap();
+    assert_eq!(later.unix_ms, now_ms() + 7);
+}
+
+#[test]
+fn refuses_a_worker_or_datacenter_that_does_not_fit() {
+    let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
+    let layout = Layout::parse("twitter").unwrap();
+    let config = SnowflakeConfig::default();
+    let err = SnowflakeGenerator::new(layout.clone(), 0, 32, clock.clone(), &config, Fence::unfenced());
+    assert!(matches!(err, Err(Error::InvalidArgument { name: "worker", .. })));
+    let err = SnowflakeGenerator::new(layout, 32, 0, clock, &config, Fence::unfenced());
+    assert!(matches!(err, Err(Error::InvalidArgument { name: "dc", .. })));
+}
+
+#[test]
+fn a_raw_clock_stepping_back_5s_costs_no_stall_while_the_sequence_lasts() {
+    let clock = ManualClock::shared(now_ms());
+    let gen = twitter(clock.clone(), SnowflakeConfig::default());
+    let mut ids: Vec<u64> = (0..100).map(|_| gen.next_id().unwrap()).collect();
+    clock.step_back(Duration::from_secs(5));
+    // The rest of the current tick's sequence is issued at once, with no wait.
+    ids.extend((0..3_996).map(|_| gen.next_id().unwrap()));
+    assert_eq!(clock.slept(), Duration::ZERO);
+    // The next tick would be 5 s ahead of this clock, more than max_lead (1 s): the call
+    // waits max_wait (1 s) for the clock, which does not catch up, and fails.
+    let err = gen.next_id().unwrap_err();
+    assert!(matches!(err, Error::ClockBehind { waited, .. } if waited == Duration::from_secs(1)), "{err:?}");
+    // Once the clock is back within max_lead, IDs continue above everything issued.
+    clock.advance(Duration::from_secs(4));
+    ids.extend((0..10_000).map(|_| gen.next_id().unwrap()));
+    assert_increasing(&ids);
+}
+
+#[test]
+fn the_system_clock_logic_absorbs_a_5s_wall_step_back_without_any_stall() {
+    let clock = Arc::new(AnchoredClock::new(now_ms()));
+    let gen = generator("twitter", clock.clone(), SnowflakeConfig::default(), Fence::unfenced());
+    let mut ids = Vec::new();
+    for round in 0..200 {
+        if round == 100 {
+            clock.step_wall_back(5_000);
+        }
+        ids.extend((0..50).map(|_| gen.next_id().unwrap()));
+        clock.advance(1);
+    }
+    assert_increasing(&ids);
+    assert_eq!(clock.divergence_ms(), -5_000);
+    // Time in the IDs kept following the monotonic clock.
+    let last = gen.layout().decode(*ids.last().unwrap()).unwrap();
+    assert_eq!(last.unix_ms, now_ms() + 199);
+}
+
+#[test]
+fn sequence_exhaustion_borrows_up_to_max_lead_then_waits_for_the_clock() {
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig {
+        max_lead: Duration::from_millis(2),
+        ..SnowflakeConfig::default()
+    };
+    let gen = twitter(clock.clone(), config);
+    // Three ticks' worth: the current one and two borrowed, all without waiting.
+    let mut ids: Vec<u64> = (0..3 * 4096).map(|_| gen.next_id().unwrap()).collect();
+    assert_eq!(clock.slept(), Duration::ZERO);
+    assert_eq!(gen.lead_ms(), 3);
+    // The next one waits for the clock (the manual clock advances while we sleep on it).
+    ids.push(gen.next_id().unwrap());
+    assert_eq!(clock.slept(), Duration::from_millis(1));
+    assert_increasing(&ids);
+    let last = gen.layout().decode(*ids.last().unwrap()).unwrap();
+    assert_eq!((last.unix_ms, last.seq), (now_ms() + 3, 0));
+}
+
+#[test]
+fn a_wait_never_exceeds_max_wait() {
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig {
+        max_lead: Duration::ZERO,
+        max_wait: Duration::from_millis(30),
+        ..SnowflakeConfig::default()
+    };
+    let gen = twitter(clock.clone(), config);
+    for _ in 0..4096 {
+        gen.next_id().unwrap();
+    }
+    clock.step_back(Duration::from_secs(60));
+    let err = gen.next_id().unwrap_err();
+    assert_eq!(
+        err,
+        Error::ClockBehind {
+            behind_ms: 60_000 - 30 + 1,
+            waited: Duration::from_millis(30)
+        }
+    );
+    assert_eq!(clock.slept(), Duration::from_millis(30));
+    assert!(err.is_retryable());
+}
+
+#[test]
+fn granted_hwm_is_never_passed() {
+    let clock = ManualClock::shared(now_ms());
+    let now_tick = Layout::parse("twitter").unwrap().tick_at(now_ms()).unwrap();
+    let config = SnowflakeConfig {
+        max_wait: Duration::from_millis(50),
+        ..SnowflakeConfig::default()
+    };
+    let fence = Fence {
+        after_tick: None,
+        granted_tick: now_tick + 1,
+    };
+    let gen = generator("twitter", clock.clone(), config, fence);
+    let ids: Vec<u64> = (0..2 * 4096).map(|_| gen.next_id().unwrap()).collect();
+    assert_increasing(&ids);
+    // Tick now+2 is not granted: a bounded wait (the clock moves 50 ms meanwhile), then a
+    // typed error.
+    let err = gen.next_id().unwrap_err();
+    assert_eq!(err, Error::HwmNotGranted { tick: now_tick + 50, granted: now_tick + 1 });
+    assert_eq!(clock.slept(), Duration::from_millis(50));
+    // Even when the clock is far past it.
+    clock.advance(Duration::from_secs(10));
+    assert!(matches!(gen.next_id(), Err(Error::HwmNotGranted { .. })));
+    // Once the store confirms a higher HWM, IDs flow again.
+    gen.raise_granted_tick(now_tick + 100_000);
+    assert!(gen.next_id().unwrap() > *ids.last().unwrap());
+    gen.raise_granted_tick(5);
+    assert_eq!(gen.granted_tick(), now_tick + 100_000);
+}
+
+#[test]
+fn a_new_holder_starts_strictly_above_the_stored_hwm() {
+    let clock = ManualClock::shared(now_ms());
+    let layout = Layout::parse("twitter").unwrap();
+    let now_tick = layout.tick_at(now_ms()).unwrap();
+    // The previous holder's clock ran 300 ms ahead of ours.
+    let fence = Fence::from_hwm_ms(&layout, now_ms() + 300, u64::MAX);
+    assert_eq!(fence.after_tick, Some(now_tick + 300));
+    let gen = generator("twitter", clock, SnowflakeConfig::default(), fence);
+    let first = layout.decode(gen.next_id().unwrap()).unwrap();
+    assert_eq!(first.tick, now_tick + 301);
+}
+
+#[test]
+fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
+    // 8 bits of seconds: the layout ends 256 s after its epoch.
+    let epoch = now_ms() - 255_000;
+    let layout = Layout::parse("time:8@1s,seq:4").unwrap().with_epoch(epoch).unwrap();
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig::default();
+    let gen = SnowflakeGenerator::new(layout.clone(), 0, 0, clock.clone(), &config, Fence::unfenced()).unwrap();
+    let ids: Vec<u64> = (0..16).map(|_| gen.next_id().unwrap()).collect();
+    assert_increasing(&ids);
+    assert_eq!(*ids.last().unwrap(), (1 << 12) - 1);
+    let err = gen.next_id().unwrap_err();
+    assert!(matches!(err, Error::LayoutExhausted { .. }));
+    assert!(!err.is_retryable());
+    clock.advance(Duration::from_secs(3_600));
+    assert!(matches!(gen.next_id(), Err(Error::LayoutExhausted { .. })));
+    assert!(matches!(gen.next_batch(1, 0), Err(Error::LayoutExhausted { .. })));
+    // A generator started after the end refuses at once.
+    let late = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced());
+    assert!(matches!(late, Err(Error::LayoutExhausted { .. })));
+}
+
+#[test]
+fn a_batch_is_one_reservation_across_ticks() {
+    let clock = ManualClock::shared(now_ms());
+    let gen = twitter(clock.clone(), SnowflakeConfig::default());
+    let batch = gen.next_batch(10_000, 0).unwrap();
+    assert_eq!(batch.len(), 10_000);
+    let last = batch.last_id().unwrap();
+    let ids: Vec<u64> = batch.collect();
+    assert_increasing(&ids);
+    assert_eq!(*ids.last().unwrap(), last);
+    assert_eq!(gen.layout().decode(last).unwrap().tick, gen.layout().tick_at(now_ms()).unwrap() + 2);
+    assert!(gen.next_id().unwrap() > last);
+    assert!(matches!(gen.next_batch(0, 0), Err(Error::InvalidArgument { name: "count", .. })));
+    assert!(matches!(gen.next_batch(MAX_BATCH + 1, 0), Err(Error::InvalidArgument { .. })));
+}
+
+#[test]
+fn shards_are_placed_and_checked() {
+    let clock = ManualClock::shared(now_ms());
+    let layout = Layout::parse("instagram").unwrap();
+    let gen = SnowflakeGenerator::new(layout, 0, 0, clock, &SnowflakeConfig::default(), Fence::unfenced()).unwrap();
+    let id = gen.next_id_for_shard(1_234).unwrap();
+    assert_eq!(gen.layout().decode(id).unwrap().shard, Some(1_234));
+    assert!(matches!(gen.next_id_for_shard(8_192), Err(Error::InvalidArgument { name: "shard", .. })));
+    let plain = twitter(ManualClock::shared(now_ms()), SnowflakeConfig::default());
+    assert!(matches!(plain.next_id_for_shard(1), Err(Error::InvalidArgument { name: "shard", .. })));
+}
+
+#[test]
+fn spreading_makes_low_digits_uniform_at_one_id_per_tick() {
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig {
+        spread_bits: 6,
+        ..SnowflakeConfig::default()
+    };
+    let gen = twitter(clock.clone(), config);
+    let mut buckets = [0u32; 16];
+    for _ in 0..16_000 {
+        let id = gen.next_id().unwrap();
+        buckets[usize::try_from(id % 16).unwrap()] += 1;
+        clock.advance(Duration::from_millis(1));
+    }
+    // 1,000 expected per bucket; without spreading every ID would land in bucket 0.
+    assert!(buckets.iter().all(|&n| (800..1_200).contains(&n)), "{buckets:?}");
+    let bad = SnowflakeConfig {
+        spread_bits: 12,
+        ..SnowflakeConfig::default()
+    };
+    let layout = Layout::parse("twitter").unwrap();
+    let err = SnowflakeGenerator::new(layout, 0, 0, clock, &bad, Fence::unfenced());
+    assert!(matches!(err, Err(Error::InvalidArgument { name: "spread_bits", .. })));
+}
+
+#[test]
+fn an_epoch_in_the_future_or_a_clock_before_it_is_refused() {
+    let layout = Layout::parse_with_epoch("twitter", Some("2030-01-01")).unwrap();
+    let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
+    let err = SnowflakeGenerator::new(layout, 0, 0, clock, &SnowflakeConfig::default(), Fence::unfenced());
+    assert!(matches!(err, Err(Error::InvalidEpoch { .. })));
+}
+
+#[test]
+fn threads_on_the_system_clock_never_share_an_id() {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
+    let gen = Arc::new(SnowflakeGenerator::new(layout, 0, 7, clock, &SnowflakeConfig::default(), Fence::unfenced()).unwrap());
+    let handles: Vec<_> = (0..4)
+        .map(|_| {
+            let gen = Arc::clone(&gen);
+            std::thread::spawn(move || (0..50_000).map(|_| gen.next_id().unwrap()).collect::<Vec<u64>>())
+        })
+        .collect();
+    let mut all = HashSet::new();
+    for handle in handles {
+        let ids = handle.join().unwrap();
+        assert_increasing(&ids);
+        all.extend(ids);
+    }
+    assert_eq!(all.len(), 200_000);
+}

@@ -1,0 +1,283 @@
+//! An in-memory store with the exact semantics of the real ones, for unit tests.
+//!
+//! It is not durable, so it never backs a server; it exists so the generators' tests can run
+//! without a database, and so those tests can inject the store behaviours that matter to the
+//! generators: latency and outages.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{
+    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
+    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+};
+use crate::clock::{duration_ms, Clock};
+use crate::error::{Error, Result};
+use crate::tag::Tag;
+
+/// A worker lease row.
+#[derive(Debug, Clone)]
+struct LeaseRow {
+    node_name: String,
+    token: u64,
+    hwm_ms: u64,
+    expires_at_ms: u64,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    tags: BTreeMap<Tag, TagInfo>,
+    leases: BTreeMap<u64, LeaseRow>,
+    next_token: u64,
+}
+
+/// In-memory [`SegmentStore`] and [`WorkerLeases`], judged by the given clock.
+#[derive(Debug)]
+pub struct MemoryStore {
+    state: Mutex<State>,
+    clock: Arc<dyn Clock>,
+    unavailable: AtomicBool,
+    latency_us: AtomicU64,
+    calls: AtomicU64,
+}
+
+impl MemoryStore {
+    /// An empty store whose expiry decisions use `clock`.
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            clock,
+            unavailable: AtomicBool::new(false),
+            latency_us: AtomicU64::new(0),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Makes every following call fail with [`Error::StoreUnavailable`] (or work again).
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.unavailable.store(unavailable, Ordering::SeqCst);
+    }
+
+    /// Makes every following call take `latency` (a tokio sleep) before it answers.
+    pub fn set_latency(&self, latency: Duration) {
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.latency_us.store(micros, Ordering::SeqCst);
+    }
+
+    /// How many calls reached the store (including failed ones).
+    pub fn calls(&self) -> u64 {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    /// Applies the injected latency and outage, then locks the state.
+    async fn enter(&self) -> Result<MutexGuard<'_, State>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let micros = self.latency_us.load(Ordering::SeqCst);
+        if micros > 0 {
+            tokio::time::sleep(Duration::from_micros(micros)).await;
+        }
+        if self.unavailable.load(Ordering::SeqCst) {
+            return Err(Error::StoreUnavailable("memory store is switched off".into()));
+        }
+        Ok(self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+fn unknown(tag: &Tag) -> Error {
+    Error::UnknownTag(tag.to_string())
+}
+
+#[async_trait]
+impl SegmentStore for MemoryStore {
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        if step == 0 {
+            return Err(Error::argument("step", "must be at least 1"));
+        }
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let row = state.tags.get_mut(tag).ok_or_else(|| unknown(tag))?;
+        let start = row.max_id;
+        let end = start
+            .checked_add(step)
+            .filter(|end| *end <= MAX_SEGMENT_ID.saturating_add(1))
+            .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")))?;
+        row.max_id = end;
+        row.updated_at_ms = now;
+        Ok(start..end)
+    }
+
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let row = state.tags.get_mut(tag).ok_or_else(|| unknown(tag))?;
+        if unused.start >= unused.end || row.max_id != unused.end {
+            return Ok(false);
+        }
+        row.max_id = unused.start;
+        row.updated_at_ms = now;
+        Ok(true)
+    }
+
+    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
+        if settings.step == 0 {
+            return Err(Error::argument("step", "must be at least 1"));
+        }
+        let first_id = settings.first_id.max(1);
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        if state.tags.contains_key(tag) {
+            return Err(Error::TagExists(tag.to_string()));
+        }
+        let info = TagInfo {
+            tag: tag.clone(),
+            max_id: first_id,
+            step: settings.step,
+            description: settings.description.clone(),
+            updated_at_ms: now,
+        };
+        state.tags.insert(tag.clone(), info.clone());
+        Ok(info)
+    }
+
+    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
+        if update.step == Some(0) {
+            return Err(Error::argument("step", "must be at least 1"));
+        }
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let row = state.tags.get_mut(tag).ok_or_else(|| unknown(tag))?;
+        if let Some(step) = update.step {
+            row.step = step;
+        }
+        if let Some(description) = &update.description {
+            row.description.clone_from(description);
+        }
+        row.updated_at_ms = now;
+        Ok(row.clone())
+    }
+
+    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
+        Ok(self.enter().await?.tags.get(tag).cloned())
+    }
+
+    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
+        Ok(self.enter().await?.tags.values().cloned().collect())
+    }
+}
+
+#[async_trait]
+impl WorkerLeases for MemoryStore {
+    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let live = |row: &LeaseRow| row.expires_at_ms > now;
+        let worker_id = match request.worker_id {
+            Some(id) if id >= request.worker_count => {
+                return Err(Error::argument(
+                    "worker_id",
+                    format!("{id} is outside 0..{}", request.worker_count),
+                ))
+            }
+            Some(id) => match state.leases.get(&id) {
+                Some(row) if live(row) && row.node_name != request.node_name => {
+                    return Err(Error::WorkerHeld {
+                        worker_id: id,
+                        holder: row.node_name.clone(),
+                    })
+                }
+                _ => id,
+            },
+            None => {
+                let previous = state
+                    .leases
+                    .iter()
+                    .find(|(_, row)| row.node_name == request.node_name && !live(row))
+                    .map(|(id, _)| *id);
+                let never_used = (0..request.worker_count).find(|id| !state.leases.contains_key(id));
+                let longest_expired = state
+                    .leases
+                    .iter()
+                    .filter(|(id, row)| **id < request.worker_count && !live(row))
+                    .min_by_key(|(_, row)| row.expires_at_ms)
+                    .map(|(id, _)| *id);
+                previous
+                    .or(never_used)
+                    .or(longest_expired)
+                    .ok_or(Error::NoWorkerFree {
+                        worker_count: request.worker_count,
+                    })?
+            }
+        };
+        state.next_token += 1;
+        let token = state.next_token;
+        let expires_at_ms = now.saturating_add(duration_ms(request.ttl));
+        let row = state.leases.entry(worker_id).or_insert(LeaseRow {
+            node_name: String::new(),
+            token,
+            hwm_ms: 0,
+            expires_at_ms,
+        });
+        row.node_name.clone_from(&request.node_name);
+        row.token = token;
+        row.expires_at_ms = expires_at_ms;
+        Ok(Lease {
+            worker_id,
+            token: FencingToken(token),
+            hwm_ms: row.hwm_ms,
+            expires_at_ms,
+        })
+    }
+
+    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let row = state
+            .leases
+            .get_mut(&lease.worker_id)
+            .filter(|row| row.token == lease.token.0)
+            .ok_or(Error::LeaseLost {
+                worker_id: lease.worker_id,
+            })?;
+        row.hwm_ms = row.hwm_ms.max(hwm_ms);
+        row.expires_at_ms = now.saturating_add(duration_ms(ttl));
+        Ok(Renewal {
+            hwm_ms: row.hwm_ms,
+            expires_at_ms: row.expires_at_ms,
+        })
+    }
+
+    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
+        let mut state = self.enter().await?;
+        let row = state
+            .leases
+            .get_mut(&lease.worker_id)
+            .filter(|row| row.token == lease.token.0)
+            .ok_or(Error::LeaseLost {
+                worker_id: lease.worker_id,
+            })?;
+        row.hwm_ms = row.hwm_ms.max(final_hwm_ms);
+        row.expires_at_ms = 0;
+        Ok(())
+    }
+
+    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
+        let now = self.clock.now_ms();
+        let state = self.enter().await?;
+        Ok(state
+            .leases
+            .iter()
+            .map(|(id, row)| LeaseInfo {
+                worker_id: *id,
+                node_name: row.node_name.clone(),
+                expires_at_ms: row.expires_at_ms,
+                hwm_ms: row.hwm_ms,
+                live: row.expires_at_ms > now,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,178 @@
+//! The store traits: what idmint needs from a database to keep IDs unique across processes.
+//!
+//! Two invariants live here (DESIGN.md, "Uniqueness"):
+//! - [`SegmentStore::allocate`] hands out `[max_id, max_id + step)` and advances `max_id` in one
+//!   atomic operation, so two ranges never overlap, whatever crashes in between;
+//! - [`WorkerLeases`] fences every holder of a worker ID with a token and a high-water mark
+//!   (HWM): a holder may only issue ticks up to the HWM the store has confirmed for its token,
+//!   and a new holder starts strictly above the stored HWM.
+//!
+//! The implementations (SQLite, PostgreSQL, MySQL, Redis) live in `idmint-store`;
+//! [`MemoryStore`] is here for unit tests of the generators.
+
+mod memory;
+
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use self::memory::MemoryStore;
+use crate::error::Result;
+use crate::tag::Tag;
+
+/// The largest ID a segment may reach: IDs stay positive in a signed 64-bit column.
+pub const MAX_SEGMENT_ID: u64 = i64::MAX as u64;
+
+/// What a tag is created with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TagSettings {
+    /// The smallest range handed to a node at once; the adaptive step never goes below it.
+    pub step: u64,
+    /// Free text for operators.
+    pub description: String,
+    /// The first ID the tag will hand out (at least 1: an ID is never 0).
+    pub first_id: u64,
+}
+
+impl Default for TagSettings {
+    fn default() -> Self {
+        Self {
+            step: 1_000,
+            description: String::new(),
+            first_id: 1,
+        }
+    }
+}
+
+/// A change to a tag; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TagUpdate {
+    /// New minimum step.
+    pub step: Option<u64>,
+    /// New description.
+    pub description: Option<String>,
+}
+
+/// A tag's row as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TagInfo {
+    /// The tag.
+    pub tag: Tag,
+    /// The next ID the store will hand out: every ID below it has been allocated to a node.
+    pub max_id: u64,
+    /// The tag's minimum step.
+    pub step: u64,
+    /// Free text for operators.
+    pub description: String,
+    /// When the row last changed, in ms since the Unix epoch (store's clock).
+    pub updated_at_ms: u64,
+}
+
+/// Atomic range allocation per tag.
+#[async_trait]
+pub trait SegmentStore: Send + Sync + fmt::Debug {
+    /// Takes `[max_id, max_id + step)` for `tag` and advances `max_id` past it, atomically.
+    ///
+    /// `step` is the caller's adaptive step; it must be at least 1. Errors with
+    /// [`Error::UnknownTag`](crate::Error::UnknownTag) when the tag does not exist, and with
+    /// [`Error::StoreInvalid`](crate::Error::StoreInvalid) when the range would pass
+    /// [`MAX_SEGMENT_ID`].
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>>;
+
+    /// Returns the unused tail `unused` of the last range taken, if nobody allocated after it
+    /// (`max_id == unused.end`): `max_id` becomes `unused.start`. Returns whether it did.
+    /// Called on graceful shutdown so a single node's restart leaves no gap.
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool>;
+
+    /// Creates a tag. Errors with [`Error::TagExists`](crate::Error::TagExists) if it exists.
+    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo>;
+
+    /// Changes a tag's step or description.
+    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo>;
+
+    /// One tag's row, if it exists.
+    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>>;
+
+    /// Every tag, sorted by name.
+    async fn list_tags(&self) -> Result<Vec<TagInfo>>;
+}
+
+/// Proof of holding a worker lease: every write conditioned on it fails once another holder
+/// took the worker ID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct FencingToken(pub u64);
+
+/// A request for a worker ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseRequest {
+    /// The asking node's stable name (host name, pod name): it gets its previous worker ID back
+    /// when that one is free.
+    pub node_name: String,
+    /// How many worker IDs the layout has (`2^worker_bits`, 1 for a layout without a worker
+    /// field). IDs `0..worker_count` are candidates.
+    pub worker_count: u64,
+    /// A static worker ID (`--worker-id N`): only this one is acceptable.
+    pub worker_id: Option<u64>,
+    /// How long the lease lasts unless renewed.
+    pub ttl: Duration,
+}
+
+/// A held worker lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lease {
+    /// The worker ID held.
+    pub worker_id: u64,
+    /// The fencing token of this holding.
+    pub token: FencingToken,
+    /// The stored HWM at acquisition, in ms since the Unix epoch: the highest tick start any
+    /// earlier holder may have used. The new holder starts strictly above it.
+    pub hwm_ms: u64,
+    /// When the lease expires unless renewed (store's clock), ms since the Unix epoch.
+    pub expires_at_ms: u64,
+}
+
+/// The outcome of a successful renewal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Renewal {
+    /// The HWM the store now holds and confirms for this token.
+    pub hwm_ms: u64,
+    /// The new expiry.
+    pub expires_at_ms: u64,
+}
+
+/// One row of the lease table, for `GET /v1/workers`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LeaseInfo {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// The node that holds or last held it.
+    pub node_name: String,
+    /// Expiry, ms since the Unix epoch; in the past when free.
+    pub expires_at_ms: u64,
+    /// The stored HWM, ms since the Unix epoch.
+    pub hwm_ms: u64,
+    /// Whether the lease is live (not expired, not released) by the store's clock.
+    pub live: bool,
+}
+
+/// Worker IDs leased from the store, fenced by token and high-water mark.
+#[async_trait]
+pub trait WorkerLeases: Send + Sync + fmt::Debug {
+    /// Takes a worker ID: the node's previous one if free, else a never-used one, else the one
+    /// that expired longest ago. A new token is issued, so the previous holder's writes fail.
+    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease>;
+
+    /// Extends the lease by `ttl` and raises the stored HWM to `max(stored, hwm_ms)`, only if
+    /// `lease.token` still holds the worker ID; otherwise fails with
+    /// [`Error::LeaseLost`](crate::Error::LeaseLost) and changes nothing.
+    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal>;
+
+    /// Frees the worker ID, recording `final_hwm_ms` (raised, never lowered), if the token
+    /// still holds it.
+    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()>;
+
+    /// Every worker ID ever leased, by worker ID.
+    async fn list_leases(&self) -> Result<Vec<LeaseInfo>>;
+}

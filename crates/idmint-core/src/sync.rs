@@ -1,0 +1,7 @@
+//! Atomics of the lock-free paths, swapped for loom's under `--cfg loom` so the model checker
+//! can explore every interleaving of the generator's compare-and-swap loop.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, Ordering};

@@ -1,0 +1,1 @@
+//! Segment buffer properties (being written).
