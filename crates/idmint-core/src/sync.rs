@@ -1,7 +1,7 @@
-//! Atomics of the lock-free paths, swapped for loom's under `--cfg loom` so the model checker
+//! Atomics of the lock-free paths, swapped for loom's under `--cfg idmint_loom` so the model checker
 //! can explore every interleaving of the generator's compare-and-swap loop.
 
-#[cfg(loom)]
+#[cfg(idmint_loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};
-#[cfg(not(loom))]
+#[cfg(not(idmint_loom))]
 pub(crate) use std::sync::atomic::{AtomicU64, Ordering};

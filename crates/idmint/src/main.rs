@@ -1,1 +1,76 @@
-fn main() {}
+//! `idmint`: the command line of the idmint ID service.
+//!
+//! A thin layer over `idmint-core`: this file holds the clap definitions and the dispatch, one
+//! module per subcommand does the work, and [`layout_opts`] holds the `--layout`/`--epoch`
+//! pair every subcommand that touches IDs shares (`serve`, `next` and `tags` will reuse it).
+//!
+//! Exit status: 0 on success; 2 for anything the user typed wrong (clap's own usage errors,
+//! and a bad `--layout`, `--epoch` or ID, which print one `error: FLAG: problem` line on
+//! stderr); 1 for any other failure. A reader that closes the pipe early
+//! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
+
+mod cmd_decode;
+mod cmd_layout;
+mod error;
+mod layout_opts;
+mod text;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use idmint_core::clock::wall_clock_ms;
+
+use crate::cmd_decode::DecodeArgs;
+use crate::cmd_layout::LayoutArgs;
+
+/// Help text shown after every `--help`: what the exit statuses mean.
+const EXIT_STATUS_HELP: &str = "\
+Exit status: 0 on success, 2 when an argument is wrong (bad flag, layout, epoch or ID), \
+1 on any other failure.";
+
+/// Mints unique 64-bit IDs: snowflake IDs with a layout of your choice, and segment sequences.
+#[derive(Debug, Parser)]
+#[command(name = "idmint", version, about, after_help = EXIT_STATUS_HELP)]
+struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The subcommands. `serve`, `next` and `tags` will join them here.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show a snowflake layout: its fields, capacity and when it runs out.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Layout(LayoutArgs),
+    /// Take a snowflake ID apart: when it was minted and each of its fields.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Decode(DecodeArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    // Read "now" once, through the clock module, and hand it down.
+    let now_ms = wall_clock_ms();
+    let mut out = io::stdout().lock();
+    let mut warn = io::stderr();
+    let result = match &cli.command {
+        Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
+        Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
+    }
+    .and_then(|()| {
+        out.flush()
+            .map_err(|e| anyhow::Error::new(e).context("writing output"))
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`idmint layout --json | head`): nothing left to say.
+        Err(err) if error::is_broken_pipe(&err) => ExitCode::SUCCESS,
+        Err(err) => {
+            // `{:#}` joins the context chain on one line: `--layout: invalid layout ...`.
+            eprintln!("error: {err:#}");
+            ExitCode::from(error::exit_status(&err))
+        }
+    }
+}

@@ -102,10 +102,7 @@ mod tests {
         let end = 1 + MAX_SEGMENT_LEN + 5;
         let range = LoadedRange::check(1..end, 0, 1.0);
         assert_eq!(range.as_ref().map(|r| r.len), Ok(MAX_SEGMENT_LEN));
-        assert_eq!(
-            range.as_ref().map(|r| r.trigger),
-            Ok(MAX_SEGMENT_LEN - 1)
-        );
+        assert_eq!(range.as_ref().map(|r| r.trigger), Ok(MAX_SEGMENT_LEN - 1));
         assert_eq!(
             range.map(|r| r.tail(MAX_SEGMENT_LEN + 100)),
             Ok(Some(1 + MAX_SEGMENT_LEN..end))

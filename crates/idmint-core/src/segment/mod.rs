@@ -1,1 +1,359 @@
-//! stub
+//! Segment IDs (号段): per-tag integer sequences handed out from ranges held in memory.
+//!
+//! A [`SegmentBuffer`] serves one tag. It takes ranges `[start, end)` from a
+//! [`SegmentStore`] (one atomic store operation each, so ranges never overlap across nodes)
+//! and hands their IDs out from memory. It holds at most two ranges, the current one and the
+//! next: once [`SegmentConfig::prefetch_at`] of the current one is used, the next is fetched by
+//! a background task, so callers normally never wait for the store. Ranges are used in the
+//! order they were allocated, so the IDs of one buffer strictly increase.
+//!
+//! # How the hot path stays lock-free
+//!
+//! One `AtomicU64` state word packs `(generation, offset)` (see `state_word`). Generation `g`
+//! names a segment, held in slot `g & 1` (see `slot`). Taking an ID is one `fetch_add(1)` on the
+//! word followed by a validated read of the slot: if the slot still holds generation `g` and the
+//! offset is below the segment's length, the ID is `start + offset`. Otherwise the caller takes
+//! the slow path (see `advance`), under a mutex: switch the word to the next generation if that
+//! segment is loaded, or make sure a fetch runs and wait for it, bounded by
+//! [`SegmentConfig::max_wait`] (see `wait`).
+//!
+//! # Why no ID is issued twice and IDs strictly increase
+//!
+//! Every successful claim is an atomic read-modify-write of the state word, so all claims are
+//! totally ordered by the word's modification order (which agrees with happens-before, so with
+//! each caller's own order). Along that order:
+//!
+//! - within one generation the offset only grows (`fetch_add`, compare-and-swap to a larger
+//!   offset); the only writes that lower it (clamping a runaway offset, shutdown) move it
+//!   between values at or past the segment's end, where every claim fails. So each valid
+//!   offset of a generation is claimed once, and later claims get larger offsets;
+//! - the generation changes only under the mutex, by a plain store of `(g + 1, 0)` made after
+//!   the word was seen used up; every update the store overwrites was a failed claim;
+//! - segment `g + 1` starts at or after the end of segment `g`: ranges come from the store in
+//!   allocation order, and the buffer refuses a range that starts below the previous one;
+//! - a claim whose slot no longer holds its generation (a thread preempted while the buffer
+//!   moved two segments on) is discarded: a gap, never a duplicate. The slot read is a seqlock
+//!   (see `slot` for the memory-ordering argument), so a validated read is never torn.
+//!
+//! The one assumption: generations are 32 bits and wrap. A thread would have to stall between
+//! its `fetch_add` and the three loads that follow it while the buffer went through 2^32
+//! segments (each needing a store round trip: days at any real store latency) for a stale
+//! claim to be taken for a current one.
+//!
+//! The offset never carries into the generation: see `state_word` (a carry would take 2^31
+//! threads claiming at once).
+//!
+//! # Adaptive step
+//!
+//! Each fetch asks for `rate * target_lifetime` IDs, clamped to
+//! `min_step..=max_step`, where the rate is a time-weighted moving average of consumption
+//! (see `rate`), sampled at each prefetch point and each segment switch with
+//! [`Clock::now_ms`]. The IDs buffered divided by that rate is the [outage
+//! budget](SegmentBuffer::outage_budget): how long this node can serve the tag with the store
+//! down.
+
+mod advance;
+mod claim;
+mod config;
+mod control;
+mod fetch;
+mod gauges;
+mod loaded_range;
+mod rate;
+mod shutdown;
+mod slot;
+mod state_word;
+mod wait;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use tokio::runtime::Handle;
+use tokio::sync::watch;
+
+pub use self::config::SegmentConfig;
+use self::control::Control;
+use self::loaded_range::LoadedRange;
+use self::slot::Slot;
+use self::state_word::Claim;
+pub use self::state_word::MAX_SEGMENT_LEN;
+use self::wait::Waiter;
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::store::SegmentStore;
+use crate::tag::Tag;
+
+/// Keeps its content on cache lines of its own (128 bytes covers adjacent-line prefetching),
+/// so the contended state word does not slow down reads of the slots or the mutex.
+#[derive(Debug)]
+#[repr(align(128))]
+struct Padded<T>(T);
+
+/// A per-tag double buffer of ID ranges over a [`SegmentStore`].
+///
+/// Cheap to call from many threads: [`try_next`](Self::try_next) and the fast path of
+/// [`next`](Self::next) are lock-free and cost one atomic read-modify-write. Built with
+/// [`SegmentBuffer::new`], which does no I/O: the first call loads the first range (or call
+/// [`warm_up`](Self::warm_up) at start).
+///
+/// The runtime handle given to `new` runs the background fetches; it needs tokio's time driver
+/// (retry backoff), and so do the async methods (their waits are bounded with tokio timers).
+pub struct SegmentBuffer {
+    /// `(generation, offset)`, see the module documentation.
+    state: Padded<AtomicU64>,
+    /// Slot `g & 1` holds the segment of generation `g`.
+    slots: Padded<[Slot; 2]>,
+    /// Slow-path bookkeeping.
+    control: Mutex<Control>,
+    /// Bumped on every change a waiter may care about (range loaded, fetch failed, shutdown).
+    events: watch::Sender<u64>,
+    tag: Tag,
+    store: Arc<dyn SegmentStore>,
+    clock: Arc<dyn Clock>,
+    /// Normalized at construction.
+    config: SegmentConfig,
+    runtime: Handle,
+    /// This buffer, for the fetch tasks it spawns.
+    this: Weak<SegmentBuffer>,
+}
+
+impl fmt::Debug for SegmentBuffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let claim = Claim::unpack(self.state.0.load(Ordering::Relaxed));
+        f.debug_struct("SegmentBuffer")
+            .field("tag", &self.tag)
+            .field("generation", &claim.gen)
+            .field("offset", &claim.offset)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SegmentBuffer {
+    /// A buffer for `tag` over `store`. No I/O happens here; `config` is
+    /// [normalized](SegmentConfig::normalized). Background fetches run on `runtime`, so the
+    /// buffer may be used from threads outside any runtime (`try_next` then never blocks on
+    /// one).
+    pub fn new(
+        tag: Tag,
+        store: Arc<dyn SegmentStore>,
+        clock: Arc<dyn Clock>,
+        config: SegmentConfig,
+        runtime: Handle,
+    ) -> Arc<Self> {
+        let config = config.normalized();
+        let slots = [Slot::empty(), Slot::empty()];
+        // Generation 0 is an empty segment: the first claim fails and loads a real range.
+        slots[0].publish(0, LoadedRange::empty().view());
+        Arc::new_cyclic(|this| Self {
+            state: Padded(AtomicU64::new(Claim::pack(0, 0))),
+            slots: Padded(slots),
+            control: Mutex::new(Control::new(config.min_step)),
+            events: watch::Sender::new(0),
+            tag,
+            store,
+            clock,
+            config,
+            runtime,
+            this: this.clone(),
+        })
+    }
+
+    /// The tag this buffer serves.
+    pub fn tag(&self) -> &Tag {
+        &self.tag
+    }
+
+    /// The configuration in use (normalized).
+    pub fn config(&self) -> &SegmentConfig {
+        &self.config
+    }
+
+    /// Loads the first range now instead of on the first call, so a server can report ready
+    /// only once it can serve. Waits at most `max_wait`.
+    pub async fn warm_up(&self) -> Result<()> {
+        let mut waiter = Waiter::new(self, 1);
+        loop {
+            let claim = Claim::unpack(self.state.0.load(Ordering::Acquire));
+            let usable = self
+                .slot(claim.gen)
+                .read(claim.gen)
+                .is_some_and(|view| claim.offset < view.len);
+            if usable {
+                return Ok(());
+            }
+            waiter.advance(claim.gen).await?;
+        }
+    }
+
+    /// The next ID if one is in memory, without ever waiting: `None` when both buffers are
+    /// empty (a fetch is then started) or after shutdown. The hot path of a server that
+    /// falls back to [`next`](Self::next) only when this returns `None`.
+    #[inline]
+    pub fn try_next(&self) -> Option<u64> {
+        match self.claim_one() {
+            Ok(id) => Some(id),
+            Err(gen) => self.try_next_slow(gen),
+        }
+    }
+
+    /// [`try_next`](Self::try_next) after a failed claim: switch segments or start a fetch,
+    /// never wait. Out of line so the fast path inlines into callers.
+    #[cold]
+    #[inline(never)]
+    fn try_next_slow(&self, mut gen: u32) -> Option<u64> {
+        loop {
+            match self.advance(gen, None, 1) {
+                advance::Advance::Retry => {}
+                _ => return None,
+            }
+            match self.claim_one() {
+                Ok(id) => return Some(id),
+                Err(failed) => gen = failed,
+            }
+        }
+    }
+
+    /// The next ID, waiting for the store (at most `max_wait`) when both buffers are empty.
+    ///
+    /// Errors: [`Error::SegmentUnavailable`] when the wait ran out (its `cause` is the last
+    /// store error, or a timeout) or after shutdown; the store's own error when a retry cannot
+    /// help (e.g. [`Error::UnknownTag`]), at once.
+    pub async fn next(&self) -> Result<u64> {
+        let mut waiter = Waiter::new(self, 1);
+        loop {
+            match self.claim_one() {
+                Ok(id) => return Ok(id),
+                Err(gen) => waiter.advance(gen).await?,
+            }
+        }
+    }
+
+    /// `n` IDs (`1..=max_step`) as ascending runs of consecutive IDs, adjacent runs merged.
+    ///
+    /// Takes what the current segment has, then continues in the next one, so a batch may span
+    /// segments (and, between two runs, another caller's ID may fall). The whole call waits at
+    /// most `max_wait`; if it fails midway, the IDs already taken are dropped (a gap).
+    pub async fn next_many(&self, n: u64) -> Result<Vec<Range<u64>>> {
+        self.check_count("n", n)?;
+        let mut runs: Vec<Range<u64>> = Vec::with_capacity(2);
+        let mut left = n;
+        let mut waiter = Waiter::new(self, n);
+        while left > 0 {
+            match self.claim_run(left, false) {
+                Ok(run) => {
+                    left -= run.end - run.start;
+                    match runs.last_mut() {
+                        Some(last) if last.end == run.start => last.end = run.end,
+                        _ => runs.push(run),
+                    }
+                }
+                Err(gen) => {
+                    waiter.wanted = left;
+                    waiter.advance(gen).await?;
+                }
+            }
+        }
+        Ok(runs)
+    }
+
+    /// `n` consecutive IDs (`1..=max_step`) in one claim, for Redis `INCRBY` and leases.
+    ///
+    /// If the current segment has fewer than `n` left, its tail is skipped (a gap) and the run
+    /// is taken from the next segment; the next fetch asks for at least `n`, so a run longer
+    /// than the adaptive step costs at most one wasted segment. Errors with
+    /// [`Error::InvalidArgument`] for `n` outside `1..=max_step`, otherwise like
+    /// [`next`](Self::next).
+    pub async fn take_contiguous(&self, n: u64) -> Result<Range<u64>> {
+        self.check_count("n", n)?;
+        let mut waiter = Waiter::new(self, n);
+        loop {
+            match self.claim_run(n, true) {
+                Ok(run) => return Ok(run),
+                Err(gen) => waiter.advance(gen).await?,
+            }
+        }
+    }
+
+    /// IDs held in memory: what is left of the current segment plus the loaded next one.
+    pub fn remaining(&self) -> u64 {
+        let control = self.control();
+        self.buffered(&control)
+    }
+
+    /// The observed consumption rate in IDs per second (a time-weighted moving average), 0
+    /// before anything was observed.
+    pub fn rate_per_sec(&self) -> f64 {
+        let mut control = self.control();
+        self.refreshed_rate(&mut control).unwrap_or(0.0)
+    }
+
+    /// How long the IDs in memory last at the observed rate: how long this node can serve the
+    /// tag if the store goes down now. `None` while no consumption has been observed. Exported
+    /// as a metric.
+    pub fn outage_budget(&self) -> Option<Duration> {
+        self.budget()
+    }
+
+    /// The adaptive step: the size of the last range requested (`min_step` before the first).
+    pub fn step(&self) -> u64 {
+        self.control().step
+    }
+
+    /// True once [`shutdown`](Self::shutdown) has been called.
+    pub fn is_shut_down(&self) -> bool {
+        self.control().closed
+    }
+
+    /// Stops handing out IDs and prefetching, and gives the unused tail of the last allocated
+    /// range back to the store, so that a restart of this node alone leaves no gap. Returns
+    /// whether the store took a range back (it refuses when another node allocated after
+    /// this one; the tail is then a gap, never reissued).
+    ///
+    /// With the next range loaded and unused, the current segment's tail and the next range are
+    /// given back together when they are adjacent in the store; otherwise only the next range
+    /// is (the current tail is lost). After shutdown every call fails with
+    /// [`Error::SegmentUnavailable`]; no ID from the returned tail is ever handed out. A second
+    /// call returns `Ok(false)`.
+    pub async fn shutdown(&self) -> Result<bool> {
+        self.shut_down().await
+    }
+
+    /// The slot of generation `gen`.
+    #[inline]
+    fn slot(&self, gen: u32) -> &Slot {
+        &self.slots.0[(gen & 1) as usize]
+    }
+
+    /// The slow-path state. A panic while it was held (none is expected: nothing in it
+    /// panics) does not poison the buffer for good.
+    fn control(&self) -> MutexGuard<'_, Control> {
+        self.control.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Wakes every waiter.
+    fn notify(&self) {
+        self.events
+            .send_modify(|version| *version = version.wrapping_add(1));
+    }
+
+    /// Checks a batch size against `1..=max_step`.
+    fn check_count(&self, name: &'static str, n: u64) -> Result<()> {
+        if n == 0 || n > self.config.max_step {
+            return Err(Error::argument(
+                name,
+                format!(
+                    "must be in 1..={} (max_step), got {n}",
+                    self.config.max_step
+                ),
+            ));
+        }
+        Ok(())
+    }
+}

@@ -49,7 +49,11 @@ impl RateMeter {
         self.rate = Some(match self.rate {
             None => sample,
             Some(rate) => {
-                let tau = if sample > rate { TAU_UP_MS } else { TAU_DOWN_MS };
+                let tau = if sample > rate {
+                    TAU_UP_MS
+                } else {
+                    TAU_DOWN_MS
+                };
                 let weight = 1.0 - (-(elapsed_ms as f64) / tau).exp();
                 rate + weight * (sample - rate)
             }
@@ -100,7 +104,11 @@ mod tests {
         meter.observe(0, 1_000);
         assert_eq!(meter.rate(), None);
         meter.observe(500, 1_000);
-        assert_eq!(meter.rate(), None, "no time passed: folded into the next sample");
+        assert_eq!(
+            meter.rate(),
+            None,
+            "no time passed: folded into the next sample"
+        );
         meter.observe(1_000, 1_500);
         assert_eq!(meter.rate(), Some(2_000.0));
         assert_eq!(meter.mark_ms(), Some(1_500));

@@ -1,7 +1,7 @@
 //! The packed state word of the hot path: `(generation, offset)` in one `u64`.
 //!
 //! Every ID a buffer hands out is claimed by one read-modify-write of this word: the high
-//! [`GEN_BITS`] name the segment (its generation), the low [`OFFSET_BITS`] count how many IDs of
+//! `GEN_BITS` name the segment (its generation), the low [`OFFSET_BITS`] count how many IDs of
 //! that segment have been claimed. `fetch_add(1)` therefore claims the next offset of the
 //! current segment and nothing else, as long as the offset never carries into the generation.
 //!
@@ -58,7 +58,10 @@ impl Claim {
     /// Encodes `(gen, offset)`; `offset` must fit in [`OFFSET_BITS`].
     #[inline]
     pub(crate) fn pack(gen: u32, offset: u64) -> u64 {
-        debug_assert!(offset <= OFFSET_MASK, "offset {offset} overflows the state word");
+        debug_assert!(
+            offset <= OFFSET_MASK,
+            "offset {offset} overflows the state word"
+        );
         (u64::from(gen) << OFFSET_BITS) | (offset & OFFSET_MASK)
     }
 }
@@ -79,7 +82,13 @@ mod tests {
     fn fetch_add_on_a_packed_word_only_moves_the_offset() {
         let word = Claim::pack(9, EXHAUSTED);
         let claim = Claim::unpack(word + (CLAMP_AT - EXHAUSTED));
-        assert_eq!(claim, Claim { gen: 9, offset: CLAMP_AT });
+        assert_eq!(
+            claim,
+            Claim {
+                gen: 9,
+                offset: CLAMP_AT
+            }
+        );
         assert_eq!(GEN_BITS + OFFSET_BITS, 64);
         const { assert!(MAX_SEGMENT_LEN < CLAMP_AT && CLAMP_AT < OFFSET_MASK) };
     }

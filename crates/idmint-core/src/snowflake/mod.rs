@@ -75,6 +75,8 @@ pub struct SnowflakeGenerator {
     max_tick: u64,
     max_lead_ticks: u64,
     max_wait: Duration,
+    epoch_ms: u64,
+    unit_ms: u64,
     spread_mask: u64,
     shard_shift: u32,
     shard_max: u64,
@@ -127,6 +129,8 @@ impl SnowflakeGenerator {
             max_tick: layout.max_tick(),
             max_lead_ticks: duration_ms(config.max_lead) / unit_ms,
             max_wait: config.max_wait,
+            epoch_ms: layout.epoch_ms(),
+            unit_ms,
             spread_mask: low_mask(config.spread_bits),
             shard_shift: shard.map_or(0, |f| f.shift),
             shard_max: shard.map_or(0, |f| f.max_value()),
@@ -150,35 +154,31 @@ impl SnowflakeGenerator {
     }
 
     /// One ID (shard 0), waiting at most `max_wait`.
+    #[inline]
     pub fn next_id(&self) -> Result<u64> {
-        self.next_batch(1, 0)?
-            .next()
-            .ok_or_else(|| Error::argument("count", "empty batch"))
+        self.next_id_for_shard(0)
     }
 
     /// One ID for `shard`, waiting at most `max_wait`.
+    #[inline]
     pub fn next_id_for_shard(&self, shard: u64) -> Result<u64> {
-        self.next_batch(1, shard)?
-            .next()
-            .ok_or_else(|| Error::argument("count", "empty batch"))
+        match self.reserve(1, shard)? {
+            Ok(packed) => Ok(self.compose(packed, shard)),
+            Err((blocked, retry_after)) => self
+                .wait_then_reserve(1, shard, blocked, retry_after)
+                .map(|packed| self.compose(packed, shard)),
+        }
     }
 
     /// `count` IDs for `shard` with one compare-and-swap, waiting at most `max_wait` in total.
     pub fn next_batch(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {
-        let mut waited = Duration::ZERO;
-        loop {
-            match self.try_reserve(count, shard)? {
-                Reservation::Ready(batch) => return Ok(batch),
-                Reservation::Blocked(blocked, retry_after) => {
-                    if waited >= self.max_wait {
-                        return Err(self.blocked_error(blocked, waited));
-                    }
-                    let pause = retry_after.min(self.max_wait - waited);
-                    self.clock.sleep(pause);
-                    waited += pause;
-                }
+        let first = match self.reserve(count, shard)? {
+            Ok(first) => first,
+            Err((blocked, retry_after)) => {
+                self.wait_then_reserve(count, shard, blocked, retry_after)?
             }
-        }
+        };
+        Ok(self.batch(first, count, shard))
     }
 
     /// Reserves `count` IDs for `shard` if that needs no wait; otherwise says why and how long
@@ -188,6 +188,45 @@ impl SnowflakeGenerator {
     /// Errors (never retryable) when `count` is 0 or above [`MAX_BATCH`], `shard` does not fit,
     /// the clock is before the epoch, or the layout has run out.
     pub fn try_reserve(&self, count: u64, shard: u64) -> Result<Reservation> {
+        Ok(match self.reserve(count, shard)? {
+            Ok(first) => Reservation::Ready(self.batch(first, count, shard)),
+            Err((blocked, retry_after)) => Reservation::Blocked(blocked, retry_after),
+        })
+    }
+
+    /// The bounded wait: sleeps on the clock and retries until the reservation succeeds or
+    /// `max_wait` is spent. Out of line, so the hot path stays small.
+    #[cold]
+    #[inline(never)]
+    fn wait_then_reserve(
+        &self,
+        count: u64,
+        shard: u64,
+        mut blocked: Blocked,
+        mut retry_after: Duration,
+    ) -> Result<u64> {
+        let mut waited = Duration::ZERO;
+        loop {
+            if waited >= self.max_wait {
+                return Err(self.blocked_error(blocked, waited));
+            }
+            let pause = retry_after.min(self.max_wait - waited);
+            self.clock.sleep(pause);
+            waited += pause;
+            match self.reserve(count, shard)? {
+                Ok(first) => return Ok(first),
+                Err((now_blocked, now_retry_after)) => {
+                    blocked = now_blocked;
+                    retry_after = now_retry_after;
+                }
+            }
+        }
+    }
+
+    /// The compare-and-swap loop: takes `count` packed `(tick, seq)` values and returns the
+    /// first, or why it would have to wait.
+    #[inline]
+    fn reserve(&self, count: u64, shard: u64) -> Result<Result<u64, (Blocked, Duration)>> {
         if count == 0 || count > MAX_BATCH {
             return Err(Error::argument("count", format!("must be 1 to {MAX_BATCH}, got {count}")));
         }
@@ -214,7 +253,7 @@ impl SnowflakeGenerator {
                     tick: last_tick,
                     granted,
                 };
-                return Ok(Reservation::Blocked(blocked, Duration::from_millis(1)));
+                return Ok(Err((blocked, Duration::from_millis(1))));
             }
             // Ticks already issued may be finished even if the clock fell behind them; a new
             // tick may only be borrowed up to `max_lead` ahead of the clock.
@@ -222,9 +261,8 @@ impl SnowflakeGenerator {
             let lead_limit = now_tick.saturating_add(self.max_lead_ticks);
             if last_tick > lead_limit && last_tick > issued_tick {
                 let ticks_over = last_tick - lead_limit;
-                let retry_after = Duration::from_millis(ticks_over.saturating_mul(self.layout.unit().millis()));
-                let blocked = Blocked::Lead { ticks_over };
-                return Ok(Reservation::Blocked(blocked, retry_after));
+                let retry_after = Duration::from_millis(ticks_over.saturating_mul(self.unit_ms));
+                return Ok(Err((Blocked::Lead { ticks_over }, retry_after)));
             }
             match self.next_free.0.compare_exchange_weak(
                 current,
@@ -232,13 +270,21 @@ impl SnowflakeGenerator {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => {
-                    let composer = self.composer.with_fixed(shard << self.shard_shift);
-                    return Ok(Reservation::Ready(SnowflakeBatch::new(composer, first, count)));
-                }
+                Ok(_) => return Ok(Ok(first)),
                 Err(actual) => current = actual,
             }
         }
+    }
+
+    /// The ID of packed value `packed` for `shard` (already checked to fit).
+    #[inline]
+    fn compose(&self, packed: u64, shard: u64) -> u64 {
+        self.composer.compose(packed) | (shard << self.shard_shift)
+    }
+
+    fn batch(&self, first: u64, count: u64, shard: u64) -> SnowflakeBatch {
+        let composer = self.composer.with_fixed(shard << self.shard_shift);
+        SnowflakeBatch::new(composer, first, count)
     }
 
     /// Raises the highest tick the generator may issue: called after the store confirmed a
@@ -263,23 +309,29 @@ impl SnowflakeGenerator {
     pub fn lead_ms(&self) -> u64 {
         let next_tick = self.next_free.0.load(Ordering::Relaxed) >> self.seq_bits;
         let now_tick = self.now_tick().unwrap_or(0);
-        next_tick.saturating_sub(now_tick) * self.layout.unit().millis()
+        next_tick.saturating_sub(now_tick) * self.unit_ms
     }
 
     /// The clock's current tick, or an error before the epoch.
     #[inline]
     fn now_tick(&self) -> Result<u64> {
         let now_ms = self.clock.now_ms();
-        self.layout.tick_at(now_ms).ok_or(Error::ClockBeforeEpoch {
-            now_ms,
-            epoch_ms: self.layout.epoch_ms(),
+        let Some(since_epoch) = now_ms.checked_sub(self.epoch_ms) else {
+            return Err(Error::ClockBeforeEpoch {
+                now_ms,
+                epoch_ms: self.epoch_ms,
+            });
+        };
+        Ok(match self.unit_ms {
+            1 => since_epoch,
+            unit_ms => since_epoch / unit_ms,
         })
     }
 
     fn blocked_error(&self, blocked: Blocked, waited: Duration) -> Error {
         match blocked {
             Blocked::Lead { ticks_over } => Error::ClockBehind {
-                behind_ms: ticks_over * self.layout.unit().millis(),
+                behind_ms: ticks_over * self.unit_ms,
                 waited,
             },
             Blocked::Hwm { tick, granted } => Error::HwmNotGranted { tick, granted },

@@ -1,0 +1,60 @@
+//! Read-only figures for metrics and health checks: IDs buffered, rate, outage budget, step.
+//!
+//! They take the buffer's mutex (never the hot path's concern) and are consistent enough for
+//! a gauge: a claim racing with the read may or may not be counted.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use super::control::Control;
+use super::state_word::Claim;
+use super::SegmentBuffer;
+
+/// A metrics read samples the rate itself when the last sample is at least this old, so an
+/// idle tag's rate (and so its outage budget) follows reality without any traffic.
+const REFRESH_AFTER_MS: u64 = 1_000;
+
+impl SegmentBuffer {
+    /// IDs left in the current segment plus the loaded next one; 0 after shutdown.
+    pub(super) fn buffered(&self, control: &Control) -> u64 {
+        if control.closed {
+            return 0;
+        }
+        let claim = Claim::unpack(self.state.0.load(Ordering::Acquire));
+        let current = if claim.gen == control.gen {
+            control.current.len.saturating_sub(claim.offset)
+        } else {
+            0
+        };
+        let next = control.next.as_ref().map_or(0, |next| next.len);
+        current.saturating_add(next)
+    }
+
+    /// The averaged rate, sampled now if the last sample is old.
+    pub(super) fn refreshed_rate(&self, control: &mut Control) -> Option<f64> {
+        let now = self.clock.now_ms();
+        let stale = control
+            .rate
+            .mark_ms()
+            .is_some_and(|mark| now.saturating_sub(mark) >= REFRESH_AFTER_MS);
+        if stale {
+            let claim = Claim::unpack(self.state.0.load(Ordering::Acquire));
+            if claim.gen == control.gen {
+                let consumed = control.consumed_at(claim.offset);
+                control.rate.observe(consumed, now);
+            }
+        }
+        control.rate.rate()
+    }
+
+    /// See [`SegmentBuffer::outage_budget`](super::SegmentBuffer::outage_budget).
+    pub(super) fn budget(&self) -> Option<Duration> {
+        let mut control = self.control();
+        let rate = self.refreshed_rate(&mut control)?;
+        if rate <= 0.0 || !rate.is_finite() {
+            return None;
+        }
+        let buffered = self.buffered(&control) as f64;
+        Some(Duration::try_from_secs_f64(buffered / rate).unwrap_or(Duration::MAX))
+    }
+}

@@ -1,0 +1,132 @@
+//! `idmint decode ID`: when an ID was minted and what each of its fields holds.
+
+use std::io::Write;
+use std::num::IntErrorKind;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use idmint_core::{DecodedId, FieldKind, Layout};
+
+use crate::error::InputError;
+use crate::layout_opts::LayoutOpts;
+
+/// An ID whose time is later than now by more than this was probably decoded with the wrong
+/// layout or epoch (a little slack allows for the clocks of other machines).
+const FUTURE_SLACK_MS: u64 = 60_000;
+
+/// Arguments of `idmint decode`.
+#[derive(Debug, Args)]
+pub struct DecodeArgs {
+    /// The ID, in decimal (0 to 18446744073709551615).
+    #[arg(value_name = "ID", allow_negative_numbers = true)]
+    pub id: String,
+
+    /// The layout the ID was minted with.
+    #[command(flatten)]
+    pub opts: LayoutOpts,
+
+    /// Print the decoded ID as a JSON object (the ID itself as a string).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
+/// (a sign of the wrong layout) to `warn`.
+pub fn run(
+    args: &DecodeArgs,
+    now_ms: u64,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<()> {
+    let id = parse_id(&args.id)?;
+    let layout = args.opts.resolve(now_ms)?;
+    let decoded = layout.decode(id).map_err(|e| InputError::new("ID", e))?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &decoded).context("writing JSON")?;
+        writeln!(out).context("writing JSON")?;
+    } else {
+        write_text(out, &layout, &decoded)?;
+    }
+    if decoded.unix_ms > now_ms.saturating_add(FUTURE_SLACK_MS) {
+        writeln!(
+            warn,
+            "warning: ID {id} decodes to {}, which is in the future: was it minted with another \
+             layout or epoch?",
+            decoded.time
+        )
+        .context("writing the warning")?;
+    }
+    Ok(())
+}
+
+/// Parses the ID argument: a decimal `u64`, surrounding spaces allowed.
+fn parse_id(text: &str) -> Result<u64, InputError> {
+    text.trim().parse::<u64>().map_err(|e| {
+        let problem = match e.kind() {
+            IntErrorKind::Empty => "is empty".to_owned(),
+            IntErrorKind::PosOverflow => {
+                format!("is larger than {}, the largest 64-bit ID", u64::MAX)
+            }
+            _ if text.trim().starts_with('-') => "is negative; IDs are 0 or more".to_owned(),
+            _ => "is not a decimal number".to_owned(),
+        };
+        InputError::new("ID", format!("`{text}` {problem}"))
+    })
+}
+
+/// Writes `label: value` lines: the ID, the layout, the time, then every field of the layout,
+/// most significant first (the time field as its tick).
+fn write_text(out: &mut dyn Write, layout: &Layout, decoded: &DecodedId) -> Result<()> {
+    let mut lines: Vec<(&str, String)> = vec![
+        ("id", decoded.id.clone()),
+        ("layout", decoded.layout.clone()),
+        ("time", decoded.time.clone()),
+        ("unix ms", decoded.unix_ms.to_string()),
+    ];
+    for field in layout.fields() {
+        let value = match field.kind {
+            FieldKind::Time => Some(decoded.tick),
+            FieldKind::Dc => decoded.dc,
+            FieldKind::Worker => decoded.worker,
+            FieldKind::Shard => decoded.shard,
+            FieldKind::Seq => Some(decoded.seq),
+        };
+        let label = match field.kind {
+            FieldKind::Time => "tick",
+            kind => kind.name(),
+        };
+        if let Some(value) = value {
+            lines.push((label, value.to_string()));
+        }
+    }
+    for (label, value) in lines {
+        writeln!(out, "{:<9}{value}", format!("{label}:"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problem(text: &str) -> String {
+        match parse_id(text) {
+            Ok(id) => format!("unexpectedly parsed {id}"),
+            Err(err) => err.to_string(),
+        }
+    }
+
+    #[test]
+    fn ids_are_decimal_u64() {
+        assert_eq!(
+            parse_id(" 175928847299117063 ").ok(),
+            Some(175_928_847_299_117_063)
+        );
+        assert_eq!(parse_id("18446744073709551615").ok(), Some(u64::MAX));
+        assert_eq!(problem("abc"), "ID: `abc` is not a decimal number");
+        assert_eq!(problem("-5"), "ID: `-5` is negative; IDs are 0 or more");
+        assert_eq!(problem(""), "ID: `` is empty");
+        assert!(problem("18446744073709551616").contains("larger than"));
+        assert!(problem("0x10").contains("not a decimal"));
+    }
+}

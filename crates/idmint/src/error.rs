@@ -1,0 +1,97 @@
+//! Errors in what the user typed, and the exit status each error maps to.
+
+use std::fmt;
+
+/// Exit status of a usage error: the same as clap's for an unknown flag or a missing argument.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Exit status of any other failure.
+pub const EXIT_FAILURE: u8 = 1;
+
+/// A bad value on the command line, named after the flag or argument it came from.
+///
+/// Displays as `--layout: invalid layout ...`, so `error: {err:#}` is one line that says which
+/// flag to fix and why.
+#[derive(Debug)]
+pub struct InputError {
+    /// The flag or argument, as the user sees it in `--help` (`--layout`, `ID`).
+    arg: &'static str,
+    /// What is wrong with it.
+    problem: String,
+}
+
+impl InputError {
+    /// An error about `arg`: `problem` says what is wrong, in words a user can act on.
+    pub fn new(arg: &'static str, problem: impl fmt::Display) -> Self {
+        Self {
+            arg,
+            problem: problem.to_string(),
+        }
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.arg, self.problem)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// The exit status for `err`: [`EXIT_USAGE`] when it is about the user's input,
+/// [`EXIT_FAILURE`] otherwise.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    if err.chain().any(|cause| cause.is::<InputError>()) {
+        EXIT_USAGE
+    } else {
+        EXIT_FAILURE
+    }
+}
+
+/// True when `err` comes from writing to a pipe whose reader has gone.
+pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause
+                .downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_errors_are_usage_errors_even_with_context() {
+        let err = anyhow::Error::new(InputError::new("--epoch", "is in the future"))
+            .context("while reading flags");
+        assert_eq!(exit_status(&err), EXIT_USAGE);
+        assert_eq!(
+            format!("{:#}", anyhow::Error::new(InputError::new("ID", "bad"))),
+            "ID: bad"
+        );
+    }
+
+    #[test]
+    fn broken_pipes_are_recognised_through_context() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert!(is_broken_pipe(
+            &anyhow::Error::new(pipe).context("writing JSON")
+        ));
+        let json = serde_json::Error::io(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(
+            &anyhow::Error::new(json).context("writing JSON")
+        ));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("disk full")));
+    }
+
+    #[test]
+    fn other_errors_are_failures() {
+        let err = anyhow::anyhow!("stdout closed");
+        assert_eq!(exit_status(&err), EXIT_FAILURE);
+    }
+}
