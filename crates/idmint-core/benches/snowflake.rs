@@ -32,7 +32,11 @@ fn generator(spec: &str, max_lead: Duration) -> Arc<SnowflakeGenerator> {
 }
 
 /// Runs `per_thread` on `threads` threads for `iters` calls in total; returns the wall time.
-fn on_threads(threads: u64, iters: u64, per_thread: impl Fn(u64) + Send + Sync + Copy + 'static) -> Duration {
+fn on_threads(
+    threads: u64,
+    iters: u64,
+    per_thread: impl Fn(u64) + Send + Sync + Copy + 'static,
+) -> Duration {
     let start = Instant::now();
     let handles: Vec<_> = (0..threads)
         .map(|_| thread::spawn(move || per_thread(iters / threads)))
@@ -57,14 +61,18 @@ fn cost(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(4));
     let wide = "time:41@1ms,seq:22";
     let gen = generator(wide, Duration::from_secs(1));
-    group.bench_function("wide/1-thread", |b| b.iter(|| black_box(gen.next_id().unwrap())));
+    group.bench_function("wide/1-thread", |b| {
+        b.iter(|| black_box(gen.next_id().unwrap()))
+    });
     let shared = generator(wide, Duration::from_secs(1));
     group.bench_function("wide/2-threads", |b| {
         b.iter_custom(|iters| {
             let gen = Arc::clone(&shared);
             let start = Instant::now();
             let other = Arc::clone(&gen);
-            let handle = thread::spawn(move || (0..iters / 2).for_each(|_| drop(black_box(other.next_id()))));
+            let handle = thread::spawn(move || {
+                (0..iters / 2).for_each(|_| drop(black_box(other.next_id())))
+            });
             (0..iters - iters / 2).for_each(|_| drop(black_box(gen.next_id())));
             handle.join().unwrap();
             start.elapsed()
@@ -73,7 +81,14 @@ fn cost(c: &mut Criterion) {
     let batch = generator(wide, Duration::from_secs(1));
     group.throughput(Throughput::Elements(1_000));
     group.bench_function("wide/batch-1000", |b| {
-        b.iter(|| black_box(batch.next_batch(1_000, 0).unwrap().fold(0u64, |acc, id| acc ^ id)))
+        b.iter(|| {
+            black_box(
+                batch
+                    .next_batch(1_000, 0)
+                    .unwrap()
+                    .fold(0u64, |acc, id| acc ^ id),
+            )
+        })
     });
     group.finish();
 }
@@ -83,12 +98,16 @@ fn reference(c: &mut Criterion) {
     let mut group = c.benchmark_group("reference");
     group.throughput(Throughput::Elements(1));
     group.measurement_time(Duration::from_secs(3));
-    group.bench_function("fetch_add/1-thread", |b| b.iter(|| black_box(COUNTER.fetch_add(1, Ordering::Relaxed))));
+    group.bench_function("fetch_add/1-thread", |b| {
+        b.iter(|| black_box(COUNTER.fetch_add(1, Ordering::Relaxed)))
+    });
     group.bench_function("fetch_add/2-threads", |b| {
         b.iter_custom(|iters| {
-            on_threads(2, iters, |n| (0..n).for_each(|_| {
-                black_box(COUNTER.fetch_add(1, Ordering::Relaxed));
-            }))
+            on_threads(2, iters, |n| {
+                (0..n).for_each(|_| {
+                    black_box(COUNTER.fetch_add(1, Ordering::Relaxed));
+                })
+            })
         })
     });
     group.finish();

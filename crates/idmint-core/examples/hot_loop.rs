@@ -8,9 +8,15 @@ use idmint_core::snowflake::Fence;
 use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
 
 fn main() {
-    let n: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(50_000_000);
+    let n: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50_000_000);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let config = SnowflakeConfig { max_lead: Duration::from_secs(1), ..SnowflakeConfig::default() };
+    let config = SnowflakeConfig {
+        max_lead: Duration::from_secs(1),
+        ..SnowflakeConfig::default()
+    };
     let layout = Layout::parse("time:41@1ms,seq:22").unwrap();
     let gen = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced()).unwrap();
     let start = Instant::now();

@@ -175,9 +175,7 @@ fn run_ticker(published: &Published, mut anchor: WallAnchor, origin: Instant, in
         let mono_ms = u64::try_from(origin.elapsed().as_millis()).unwrap_or(u64::MAX);
         let (now, divergence) = anchor.observe(mono_ms, wall_now_ms());
         published.now_ms.store(now, Ordering::Relaxed);
-        published
-            .divergence_ms
-            .store(divergence, Ordering::Relaxed);
+        published.divergence_ms.store(divergence, Ordering::Relaxed);
         thread::sleep(interval);
     }
 }

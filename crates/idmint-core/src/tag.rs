@@ -60,15 +60,27 @@ mod tests {
 
     #[test]
     fn accepts_the_documented_alphabet() {
-        for name in ["a", "order", "user.id", "shop:orders-2024_v1", &"x".repeat(128)] {
-            assert_eq!(Tag::new(name).map(|t| t.as_str().to_owned()), Ok(name.to_owned()));
+        for name in [
+            "a",
+            "order",
+            "user.id",
+            "shop:orders-2024_v1",
+            &"x".repeat(128),
+        ] {
+            assert_eq!(
+                Tag::new(name).map(|t| t.as_str().to_owned()),
+                Ok(name.to_owned())
+            );
         }
     }
 
     #[test]
     fn refuses_everything_else() {
         for name in ["", "a b", "a/b", "é", "a\0", "tag\n", &"x".repeat(129)] {
-            assert!(matches!(Tag::new(name), Err(Error::InvalidTag { .. })), "{name:?}");
+            assert!(
+                matches!(Tag::new(name), Err(Error::InvalidTag { .. })),
+                "{name:?}"
+            );
         }
     }
 }

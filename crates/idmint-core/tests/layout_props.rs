@@ -17,10 +17,16 @@ fn layouts() -> impl Strategy<Value = Layout> {
         prop::sample::select(TimeUnit::ALL.to_vec()),
         0u64..(1 << 41),
     )
-        .prop_filter("at most 63 bits", |(t, s, d, w, h, _, _)| t + s + d + w + h <= MAX_LAYOUT_BITS)
+        .prop_filter("at most 63 bits", |(t, s, d, w, h, _, _)| {
+            t + s + d + w + h <= MAX_LAYOUT_BITS
+        })
         .prop_flat_map(|(time, seq, dc, worker, shard, unit, epoch)| {
             let mut fields = vec![("time", time), ("seq", seq)];
-            fields.extend([("dc", dc), ("worker", worker), ("shard", shard)].into_iter().filter(|(_, bits)| *bits > 0));
+            fields.extend(
+                [("dc", dc), ("worker", worker), ("shard", shard)]
+                    .into_iter()
+                    .filter(|(_, bits)| *bits > 0),
+            );
             (Just(fields).prop_shuffle(), Just(unit), Just(epoch))
         })
         .prop_map(|(mut fields, unit, epoch)| {
@@ -36,7 +42,10 @@ fn layouts() -> impl Strategy<Value = Layout> {
                     _ => format!("{name}:{bits}"),
                 })
                 .collect();
-            Layout::parse(&spec.join(",")).unwrap().with_epoch(epoch).unwrap()
+            Layout::parse(&spec.join(","))
+                .unwrap()
+                .with_epoch(epoch)
+                .unwrap()
         })
 }
 
@@ -49,7 +58,13 @@ fn parts_of(layout: &Layout) -> impl Strategy<Value = IdParts> {
         0..=max(FieldKind::Shard),
         0..=max(FieldKind::Seq),
     )
-        .prop_map(|(tick, dc, worker, shard, seq)| IdParts { tick, dc, worker, shard, seq })
+        .prop_map(|(tick, dc, worker, shard, seq)| IdParts {
+            tick,
+            dc,
+            worker,
+            shard,
+            seq,
+        })
 }
 
 fn layout_with_two_parts() -> impl Strategy<Value = (Layout, IdParts, IdParts)> {

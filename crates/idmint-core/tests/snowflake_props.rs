@@ -48,7 +48,12 @@ fn config() -> impl Strategy<Value = SnowflakeConfig> {
     })
 }
 
-fn start(layout: &Layout, clock: &Arc<ManualClock>, config: &SnowflakeConfig, fence: Fence) -> SnowflakeGenerator {
+fn start(
+    layout: &Layout,
+    clock: &Arc<ManualClock>,
+    config: &SnowflakeConfig,
+    fence: Fence,
+) -> SnowflakeGenerator {
     SnowflakeGenerator::new(layout.clone(), 0, 5, clock.clone(), config, fence).unwrap()
 }
 

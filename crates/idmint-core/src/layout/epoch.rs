@@ -35,5 +35,8 @@ pub fn format_ms_rfc3339(ms: u64) -> String {
     i64::try_from(ms)
         .ok()
         .and_then(DateTime::<Utc>::from_timestamp_millis)
-        .map_or_else(|| format!("{ms} ms after 1970"), |t| t.to_rfc3339_opts(SecondsFormat::Millis, true))
+        .map_or_else(
+            || format!("{ms} ms after 1970"),
+            |t| t.to_rfc3339_opts(SecondsFormat::Millis, true),
+        )
 }

@@ -207,7 +207,10 @@ impl Layout {
         let seq = find(FieldKind::Seq).ok_or_else(|| Error::layout(spec, "no `seq` field"))?;
         if seq.shift > time.shift {
             // IDs of one worker must grow with (tick, seq); that needs time above seq.
-            return Err(Error::layout(spec, "`time` must come before `seq` (more significant)"));
+            return Err(Error::layout(
+                spec,
+                "`time` must come before `seq` (more significant)",
+            ));
         }
         let layout = Self {
             name,
@@ -354,7 +357,10 @@ impl Layout {
         if value > max {
             let reason = match self.field(kind) {
                 Some(f) => format!("{value} does not fit in {} bits (max {max})", f.bits),
-                None => format!("{value} given but the layout has no `{}` field", kind.name()),
+                None => format!(
+                    "{value} given but the layout has no `{}` field",
+                    kind.name()
+                ),
             };
             return Err(Error::argument(kind.name(), reason));
         }
@@ -368,7 +374,8 @@ impl Layout {
         self.check_fits(FieldKind::Worker, parts.worker)?;
         self.check_fits(FieldKind::Shard, parts.shard)?;
         self.check_fits(FieldKind::Seq, parts.seq)?;
-        Ok(self.compose_fixed(parts.dc, parts.worker) | self.compose_unchecked(parts.tick, parts.seq, parts.shard))
+        Ok(self.compose_fixed(parts.dc, parts.worker)
+            | self.compose_unchecked(parts.tick, parts.seq, parts.shard))
     }
 
     /// The bits of the dc and worker fields, computed once per generator. Values must fit.
@@ -388,7 +395,9 @@ impl Layout {
         if bits < 64 && id >> bits != 0 {
             return Err(Error::argument(
                 "id",
-                format!("{id} has bits above the layout's {bits}; it was not made with this layout"),
+                format!(
+                    "{id} has bits above the layout's {bits}; it was not made with this layout"
+                ),
             ));
         }
         let get = |f: Option<Field>| f.map_or(0, |f| f.get(id));

@@ -20,12 +20,18 @@ pub(super) struct ParsedSpec {
 pub(super) fn parse(spec: &str) -> Result<ParsedSpec> {
     let trimmed = spec.trim();
     if trimmed.is_empty() {
-        return Err(Error::layout(spec, "empty; give a preset or fields like time:41@1ms,worker:10,seq:12"));
+        return Err(Error::layout(
+            spec,
+            "empty; give a preset or fields like time:41@1ms,worker:10,seq:12",
+        ));
     }
     if !trimmed.contains(':') {
         return Err(Error::layout(
             spec,
-            format!("not a preset ({}) nor a list of fields like time:41@1ms,worker:10,seq:12", preset::names().join(", ")),
+            format!(
+                "not a preset ({}) nor a list of fields like time:41@1ms,worker:10,seq:12",
+                preset::names().join(", ")
+            ),
         ));
     }
     let mut fields: Vec<(FieldKind, u32)> = Vec::new();
@@ -33,7 +39,10 @@ pub(super) fn parse(spec: &str) -> Result<ParsedSpec> {
     for part in trimmed.split(',') {
         let (kind, bits, field_unit) = parse_field(spec, part.trim())?;
         if fields.iter().any(|(seen, _)| *seen == kind) {
-            return Err(Error::layout(spec, format!("`{}` appears twice", kind.name())));
+            return Err(Error::layout(
+                spec,
+                format!("`{}` appears twice", kind.name()),
+            ));
         }
         if let Some(field_unit) = field_unit {
             unit = field_unit;
@@ -45,9 +54,12 @@ pub(super) fn parse(spec: &str) -> Result<ParsedSpec> {
 
 /// Parses one `name:bits[@unit]`.
 fn parse_field(spec: &str, part: &str) -> Result<(FieldKind, u32, Option<TimeUnit>)> {
-    let (name, rest) = part
-        .split_once(':')
-        .ok_or_else(|| Error::layout(spec, format!("field `{part}` needs a width, e.g. `{part}:10`")))?;
+    let (name, rest) = part.split_once(':').ok_or_else(|| {
+        Error::layout(
+            spec,
+            format!("field `{part}` needs a width, e.g. `{part}:10`"),
+        )
+    })?;
     let kind = match name.trim() {
         "time" => FieldKind::Time,
         "dc" | "datacenter" => FieldKind::Dc,
@@ -62,9 +74,14 @@ fn parse_field(spec: &str, part: &str) -> Result<(FieldKind, u32, Option<TimeUni
         }
     };
     let (width, unit) = match rest.split_once('@') {
-        Some((width, unit)) if kind == FieldKind::Time => (width, Some(parse_unit(spec, unit.trim())?)),
+        Some((width, unit)) if kind == FieldKind::Time => {
+            (width, Some(parse_unit(spec, unit.trim())?))
+        }
         Some(_) => {
-            return Err(Error::layout(spec, format!("only `time` takes a unit, not `{}`", kind.name())))
+            return Err(Error::layout(
+                spec,
+                format!("only `time` takes a unit, not `{}`", kind.name()),
+            ))
         }
         None => (rest, None),
     };
@@ -76,17 +93,27 @@ fn parse_field(spec: &str, part: &str) -> Result<(FieldKind, u32, Option<TimeUni
         .ok_or_else(|| {
             Error::layout(
                 spec,
-                format!("width `{}` of `{}` is not a whole number from 1 to {MAX_LAYOUT_BITS}", width.trim(), kind.name()),
+                format!(
+                    "width `{}` of `{}` is not a whole number from 1 to {MAX_LAYOUT_BITS}",
+                    width.trim(),
+                    kind.name()
+                ),
             )
         })?;
     Ok((kind, bits, unit))
 }
 
 fn parse_unit(spec: &str, unit: &str) -> Result<TimeUnit> {
-    TimeUnit::ALL.into_iter().find(|u| u.as_str() == unit).ok_or_else(|| {
-        let known: Vec<&str> = TimeUnit::ALL.iter().map(|u| u.as_str()).collect();
-        Error::layout(spec, format!("unknown time unit `{unit}`; units are {}", known.join(", ")))
-    })
+    TimeUnit::ALL
+        .into_iter()
+        .find(|u| u.as_str() == unit)
+        .ok_or_else(|| {
+            let known: Vec<&str> = TimeUnit::ALL.iter().map(|u| u.as_str()).collect();
+            Error::layout(
+                spec,
+                format!("unknown time unit `{unit}`; units are {}", known.join(", ")),
+            )
+        })
 }
 
 /// The canonical spec of a layout's fields.

@@ -53,16 +53,28 @@ fn epoch_in_the_future_is_refused() {
         layout.check_epoch_not_future(now),
         Err(Error::InvalidEpoch { reason, .. }) if reason.contains("future")
     ));
-    assert!(Layout::parse("twitter").unwrap().check_epoch_not_future(now).is_ok());
+    assert!(Layout::parse("twitter")
+        .unwrap()
+        .check_epoch_not_future(now)
+        .is_ok());
 }
 
 #[test]
 fn epochs_parse_in_three_forms() {
     assert_eq!(parse_epoch("1288834974657").unwrap(), 1_288_834_974_657);
     assert_eq!(parse_epoch("2015-01-01").unwrap(), 1_420_070_400_000);
-    assert_eq!(parse_epoch("2015-01-01T01:00:00+01:00").unwrap(), 1_420_070_400_000);
-    assert!(matches!(parse_epoch("yesterday"), Err(Error::InvalidEpoch { .. })));
-    assert!(matches!(parse_epoch("1960-01-01"), Err(Error::InvalidEpoch { .. })));
+    assert_eq!(
+        parse_epoch("2015-01-01T01:00:00+01:00").unwrap(),
+        1_420_070_400_000
+    );
+    assert!(matches!(
+        parse_epoch("yesterday"),
+        Err(Error::InvalidEpoch { .. })
+    ));
+    assert!(matches!(
+        parse_epoch("1960-01-01"),
+        Err(Error::InvalidEpoch { .. })
+    ));
 }
 
 #[test]
@@ -72,36 +84,76 @@ fn presets_have_their_real_shapes() {
         assert!(layout.total_bits() <= MAX_LAYOUT_BITS, "{}", preset.name);
         assert_eq!(layout.preset_name(), Some(preset.name));
     }
-    assert_eq!(Layout::parse("twitter").unwrap().ids_per_second_per_worker(), 4_096_000);
-    assert_eq!(Layout::parse("sonyflake").unwrap().ids_per_second_per_worker(), 25_600);
+    assert_eq!(
+        Layout::parse("twitter")
+            .unwrap()
+            .ids_per_second_per_worker(),
+        4_096_000
+    );
+    assert_eq!(
+        Layout::parse("sonyflake")
+            .unwrap()
+            .ids_per_second_per_worker(),
+        25_600
+    );
     assert_eq!(Layout::parse("instagram").unwrap().shard_count(), 8_192);
     assert!(Layout::parse("js-safe").unwrap().total_bits() <= 53);
     let instagram = Layout::parse("instagram").unwrap();
-    assert_eq!(format_ms_rfc3339(instagram.ends_at_ms()), "2046-06-27T17:00:49.497Z");
+    assert_eq!(
+        format_ms_rfc3339(instagram.ends_at_ms()),
+        "2046-06-27T17:00:49.497Z"
+    );
     let uid = Layout::parse("uid-generator").unwrap();
-    assert_eq!(format_ms_rfc3339(uid.ends_at_ms()), "2024-11-20T21:24:16.000Z");
+    assert_eq!(
+        format_ms_rfc3339(uid.ends_at_ms()),
+        "2024-11-20T21:24:16.000Z"
+    );
 }
 
 #[test]
 fn decodes_discords_documented_example() {
-    let decoded = Layout::parse("discord").unwrap().decode(175_928_847_299_117_063).unwrap();
+    let decoded = Layout::parse("discord")
+        .unwrap()
+        .decode(175_928_847_299_117_063)
+        .unwrap();
     assert_eq!(decoded.time, "2016-04-30T11:18:25.796Z");
-    assert_eq!((decoded.dc, decoded.worker, decoded.seq), (Some(1), Some(0), 7));
+    assert_eq!(
+        (decoded.dc, decoded.worker, decoded.seq),
+        (Some(1), Some(0), 7)
+    );
 }
 
 #[test]
 fn twitter_layout_ends_in_2080() {
     let layout = Layout::parse("twitter").unwrap();
-    assert_eq!(format_ms_rfc3339(layout.ends_at_ms()), "2080-07-10T17:30:30.209Z");
+    assert_eq!(
+        format_ms_rfc3339(layout.ends_at_ms()),
+        "2080-07-10T17:30:30.209Z"
+    );
 }
 
 #[test]
 fn compose_checks_every_field() {
     let layout = Layout::parse("twitter").unwrap();
-    let parts = IdParts { tick: 5, dc: 31, worker: 32, shard: 0, seq: 1 };
-    assert!(matches!(layout.compose(&parts), Err(Error::InvalidArgument { name: "worker", .. })));
-    let parts = IdParts { shard: 1, ..IdParts::default() };
-    assert!(matches!(layout.compose(&parts), Err(Error::InvalidArgument { name: "shard", .. })));
+    let parts = IdParts {
+        tick: 5,
+        dc: 31,
+        worker: 32,
+        shard: 0,
+        seq: 1,
+    };
+    assert!(matches!(
+        layout.compose(&parts),
+        Err(Error::InvalidArgument { name: "worker", .. })
+    ));
+    let parts = IdParts {
+        shard: 1,
+        ..IdParts::default()
+    };
+    assert!(matches!(
+        layout.compose(&parts),
+        Err(Error::InvalidArgument { name: "shard", .. })
+    ));
 }
 
 #[test]

@@ -15,8 +15,8 @@ mod config;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use self::batch::SnowflakeBatch;
 use self::batch::Composer;
+pub use self::batch::SnowflakeBatch;
 pub use self::config::{Fence, SnowflakeConfig};
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
@@ -55,7 +55,7 @@ pub enum Blocked {
 pub enum Reservation {
     /// The IDs, reserved.
     Ready(SnowflakeBatch),
-    /// Nothing was reserved; retrying after about [`Reservation::retry_after`] may succeed.
+    /// Nothing was reserved; retrying after the given duration may succeed.
     Blocked(Blocked, Duration),
 }
 
@@ -104,7 +104,10 @@ impl SnowflakeGenerator {
         if config.spread_bits >= seq_bits && config.spread_bits > 0 {
             return Err(Error::argument(
                 "spread_bits",
-                format!("{} must be below the sequence width {seq_bits}", config.spread_bits),
+                format!(
+                    "{} must be below the sequence width {seq_bits}",
+                    config.spread_bits
+                ),
             ));
         }
         let now_tick = layout.tick_at(now_ms).unwrap_or(0);
@@ -228,7 +231,10 @@ impl SnowflakeGenerator {
     #[inline]
     fn reserve(&self, count: u64, shard: u64) -> Result<Result<u64, (Blocked, Duration)>> {
         if count == 0 || count > MAX_BATCH {
-            return Err(Error::argument("count", format!("must be 1 to {MAX_BATCH}, got {count}")));
+            return Err(Error::argument(
+                "count",
+                format!("must be 1 to {MAX_BATCH}, got {count}"),
+            ));
         }
         if shard > self.shard_max {
             self.layout.check_fits(FieldKind::Shard, shard)?;

@@ -14,7 +14,12 @@ fn now_ms() -> u64 {
     parse_epoch(NOW).unwrap()
 }
 
-fn generator(spec: &str, clock: Arc<dyn Clock>, config: SnowflakeConfig, fence: Fence) -> SnowflakeGenerator {
+fn generator(
+    spec: &str,
+    clock: Arc<dyn Clock>,
+    config: SnowflakeConfig,
+    fence: Fence,
+) -> SnowflakeGenerator {
     SnowflakeGenerator::new(Layout::parse(spec).unwrap(), 1, 3, clock, &config, fence).unwrap()
 }
 
@@ -41,12 +46,15 @@ impl AnchoredClock {
     }
 
     fn advance(&self, ms: u64) {
-        self.mono_ms.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
-        self.wall_ms.fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+        self.mono_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
+        self.wall_ms
+            .fetch_add(ms, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn step_wall_back(&self, ms: u64) {
-        self.wall_ms.fetch_sub(ms, std::sync::atomic::Ordering::SeqCst);
+        self.wall_ms
+            .fetch_sub(ms, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn read(&self) -> (u64, i64) {
@@ -82,7 +90,10 @@ fn ids_carry_their_worker_datacenter_and_time() {
     let gen = twitter(clock.clone(), SnowflakeConfig::default());
     let id = gen.next_id().unwrap();
     let decoded = gen.layout().decode(id).unwrap();
-    assert_eq!((decoded.dc, decoded.worker, decoded.seq), (Some(1), Some(3), 0));
+    assert_eq!(
+        (decoded.dc, decoded.worker, decoded.seq),
+        (Some(1), Some(3), 0)
+    );
     assert_eq!(decoded.unix_ms, now_ms());
     clock.advance(Duration::from_millis(7));
     let later = gen.layout().decode(gen.next_id().unwrap()).unwrap();
@@ -94,10 +105,23 @@ fn refuses_a_worker_or_datacenter_that_does_not_fit() {
     let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
     let layout = Layout::parse("twitter").unwrap();
     let config = SnowflakeConfig::default();
-    let err = SnowflakeGenerator::new(layout.clone(), 0, 32, clock.clone(), &config, Fence::unfenced());
-    assert!(matches!(err, Err(Error::InvalidArgument { name: "worker", .. })));
+    let err = SnowflakeGenerator::new(
+        layout.clone(),
+        0,
+        32,
+        clock.clone(),
+        &config,
+        Fence::unfenced(),
+    );
+    assert!(matches!(
+        err,
+        Err(Error::InvalidArgument { name: "worker", .. })
+    ));
     let err = SnowflakeGenerator::new(layout, 32, 0, clock, &config, Fence::unfenced());
-    assert!(matches!(err, Err(Error::InvalidArgument { name: "dc", .. })));
+    assert!(matches!(
+        err,
+        Err(Error::InvalidArgument { name: "dc", .. })
+    ));
 }
 
 #[test]
@@ -112,7 +136,10 @@ fn a_raw_clock_stepping_back_5s_costs_no_stall_while_the_sequence_lasts() {
     // The next tick would be 5 s ahead of this clock, more than max_lead (1 s): the call
     // waits max_wait (1 s) for the clock, which does not catch up, and fails.
     let err = gen.next_id().unwrap_err();
-    assert!(matches!(err, Error::ClockBehind { waited, .. } if waited == Duration::from_secs(1)), "{err:?}");
+    assert!(
+        matches!(err, Error::ClockBehind { waited, .. } if waited == Duration::from_secs(1)),
+        "{err:?}"
+    );
     // Once the clock is back within max_lead, IDs continue above everything issued.
     clock.advance(Duration::from_secs(4));
     ids.extend((0..10_000).map(|_| gen.next_id().unwrap()));
@@ -122,7 +149,12 @@ fn a_raw_clock_stepping_back_5s_costs_no_stall_while_the_sequence_lasts() {
 #[test]
 fn the_system_clock_logic_absorbs_a_5s_wall_step_back_without_any_stall() {
     let clock = Arc::new(AnchoredClock::new(now_ms()));
-    let gen = generator("twitter", clock.clone(), SnowflakeConfig::default(), Fence::unfenced());
+    let gen = generator(
+        "twitter",
+        clock.clone(),
+        SnowflakeConfig::default(),
+        Fence::unfenced(),
+    );
     let mut ids = Vec::new();
     for round in 0..200 {
         if round == 100 {
@@ -201,7 +233,13 @@ fn granted_hwm_is_never_passed() {
     // Tick now+2 is not granted: a bounded wait (the clock moves 50 ms meanwhile), then a
     // typed error.
     let err = gen.next_id().unwrap_err();
-    assert_eq!(err, Error::HwmNotGranted { tick: now_tick + 50, granted: now_tick + 1 });
+    assert_eq!(
+        err,
+        Error::HwmNotGranted {
+            tick: now_tick + 50,
+            granted: now_tick + 1
+        }
+    );
     assert_eq!(clock.slept(), Duration::from_millis(50));
     // Even when the clock is far past it.
     clock.advance(Duration::from_secs(10));
@@ -230,10 +268,21 @@ fn a_new_holder_starts_strictly_above_the_stored_hwm() {
 fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
     // 8 bits of seconds: the layout ends 256 s after its epoch.
     let epoch = now_ms() - 255_000;
-    let layout = Layout::parse("time:8@1s,seq:4").unwrap().with_epoch(epoch).unwrap();
+    let layout = Layout::parse("time:8@1s,seq:4")
+        .unwrap()
+        .with_epoch(epoch)
+        .unwrap();
     let clock = ManualClock::shared(now_ms());
     let config = SnowflakeConfig::default();
-    let gen = SnowflakeGenerator::new(layout.clone(), 0, 0, clock.clone(), &config, Fence::unfenced()).unwrap();
+    let gen = SnowflakeGenerator::new(
+        layout.clone(),
+        0,
+        0,
+        clock.clone(),
+        &config,
+        Fence::unfenced(),
+    )
+    .unwrap();
     let ids: Vec<u64> = (0..16).map(|_| gen.next_id().unwrap()).collect();
     assert_increasing(&ids);
     assert_eq!(*ids.last().unwrap(), (1 << 12) - 1);
@@ -242,7 +291,10 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
     assert!(!err.is_retryable());
     clock.advance(Duration::from_secs(3_600));
     assert!(matches!(gen.next_id(), Err(Error::LayoutExhausted { .. })));
-    assert!(matches!(gen.next_batch(1, 0), Err(Error::LayoutExhausted { .. })));
+    assert!(matches!(
+        gen.next_batch(1, 0),
+        Err(Error::LayoutExhausted { .. })
+    ));
     // A generator started after the end refuses at once.
     let late = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced());
     assert!(matches!(late, Err(Error::LayoutExhausted { .. })));
@@ -258,22 +310,45 @@ fn a_batch_is_one_reservation_across_ticks() {
     let ids: Vec<u64> = batch.collect();
     assert_increasing(&ids);
     assert_eq!(*ids.last().unwrap(), last);
-    assert_eq!(gen.layout().decode(last).unwrap().tick, gen.layout().tick_at(now_ms()).unwrap() + 2);
+    assert_eq!(
+        gen.layout().decode(last).unwrap().tick,
+        gen.layout().tick_at(now_ms()).unwrap() + 2
+    );
     assert!(gen.next_id().unwrap() > last);
-    assert!(matches!(gen.next_batch(0, 0), Err(Error::InvalidArgument { name: "count", .. })));
-    assert!(matches!(gen.next_batch(MAX_BATCH + 1, 0), Err(Error::InvalidArgument { .. })));
+    assert!(matches!(
+        gen.next_batch(0, 0),
+        Err(Error::InvalidArgument { name: "count", .. })
+    ));
+    assert!(matches!(
+        gen.next_batch(MAX_BATCH + 1, 0),
+        Err(Error::InvalidArgument { .. })
+    ));
 }
 
 #[test]
 fn shards_are_placed_and_checked() {
     let clock = ManualClock::shared(now_ms());
     let layout = Layout::parse("instagram").unwrap();
-    let gen = SnowflakeGenerator::new(layout, 0, 0, clock, &SnowflakeConfig::default(), Fence::unfenced()).unwrap();
+    let gen = SnowflakeGenerator::new(
+        layout,
+        0,
+        0,
+        clock,
+        &SnowflakeConfig::default(),
+        Fence::unfenced(),
+    )
+    .unwrap();
     let id = gen.next_id_for_shard(1_234).unwrap();
     assert_eq!(gen.layout().decode(id).unwrap().shard, Some(1_234));
-    assert!(matches!(gen.next_id_for_shard(8_192), Err(Error::InvalidArgument { name: "shard", .. })));
+    assert!(matches!(
+        gen.next_id_for_shard(8_192),
+        Err(Error::InvalidArgument { name: "shard", .. })
+    ));
     let plain = twitter(ManualClock::shared(now_ms()), SnowflakeConfig::default());
-    assert!(matches!(plain.next_id_for_shard(1), Err(Error::InvalidArgument { name: "shard", .. })));
+    assert!(matches!(
+        plain.next_id_for_shard(1),
+        Err(Error::InvalidArgument { name: "shard", .. })
+    ));
 }
 
 #[test]
@@ -291,21 +366,37 @@ fn spreading_makes_low_digits_uniform_at_one_id_per_tick() {
         clock.advance(Duration::from_millis(1));
     }
     // 1,000 expected per bucket; without spreading every ID would land in bucket 0.
-    assert!(buckets.iter().all(|&n| (800..1_200).contains(&n)), "{buckets:?}");
+    assert!(
+        buckets.iter().all(|&n| (800..1_200).contains(&n)),
+        "{buckets:?}"
+    );
     let bad = SnowflakeConfig {
         spread_bits: 12,
         ..SnowflakeConfig::default()
     };
     let layout = Layout::parse("twitter").unwrap();
     let err = SnowflakeGenerator::new(layout, 0, 0, clock, &bad, Fence::unfenced());
-    assert!(matches!(err, Err(Error::InvalidArgument { name: "spread_bits", .. })));
+    assert!(matches!(
+        err,
+        Err(Error::InvalidArgument {
+            name: "spread_bits",
+            ..
+        })
+    ));
 }
 
 #[test]
 fn an_epoch_in_the_future_or_a_clock_before_it_is_refused() {
     let layout = Layout::parse_with_epoch("twitter", Some("2030-01-01")).unwrap();
     let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
-    let err = SnowflakeGenerator::new(layout, 0, 0, clock, &SnowflakeConfig::default(), Fence::unfenced());
+    let err = SnowflakeGenerator::new(
+        layout,
+        0,
+        0,
+        clock,
+        &SnowflakeConfig::default(),
+        Fence::unfenced(),
+    );
     assert!(matches!(err, Err(Error::InvalidEpoch { .. })));
 }
 
@@ -313,11 +404,25 @@ fn an_epoch_in_the_future_or_a_clock_before_it_is_refused() {
 fn threads_on_the_system_clock_never_share_an_id() {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
-    let gen = Arc::new(SnowflakeGenerator::new(layout, 0, 7, clock, &SnowflakeConfig::default(), Fence::unfenced()).unwrap());
+    let gen = Arc::new(
+        SnowflakeGenerator::new(
+            layout,
+            0,
+            7,
+            clock,
+            &SnowflakeConfig::default(),
+            Fence::unfenced(),
+        )
+        .unwrap(),
+    );
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let gen = Arc::clone(&gen);
-            std::thread::spawn(move || (0..50_000).map(|_| gen.next_id().unwrap()).collect::<Vec<u64>>())
+            std::thread::spawn(move || {
+                (0..50_000)
+                    .map(|_| gen.next_id().unwrap())
+                    .collect::<Vec<u64>>()
+            })
         })
         .collect();
     let mut all = HashSet::new();

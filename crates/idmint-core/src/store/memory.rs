@@ -82,9 +82,14 @@ impl MemoryStore {
             tokio::time::sleep(Duration::from_micros(micros)).await;
         }
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(Error::StoreUnavailable("memory store is switched off".into()));
+            return Err(Error::StoreUnavailable(
+                "memory store is switched off".into(),
+            ));
         }
-        Ok(self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+        Ok(self
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 }
 
@@ -198,7 +203,8 @@ impl WorkerLeases for MemoryStore {
                     .iter()
                     .find(|(_, row)| row.node_name == request.node_name && !live(row))
                     .map(|(id, _)| *id);
-                let never_used = (0..request.worker_count).find(|id| !state.leases.contains_key(id));
+                let never_used =
+                    (0..request.worker_count).find(|id| !state.leases.contains_key(id));
                 let longest_expired = state
                     .leases
                     .iter()
