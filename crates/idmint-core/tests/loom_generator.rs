@@ -1,6 +1,6 @@
 //! loom model of the generator's compare-and-swap path: every interleaving of 2 and 3 threads
 //! reserving IDs (single and batched, across a tick boundary) yields distinct IDs, increasing
-//! per thread (2 threads exhaustively, 3 threads up to 3 preemptions). Run with `RUSTFLAGS="--cfg idmint_loom" cargo test -p idmint-core --test
+//! per thread, with claims racing jumps to a new tick (2 threads exhaustively, 3 threads up to 3 preemptions). Run with `RUSTFLAGS="--cfg idmint_loom" cargo test -p idmint-core --test
 //! loom_generator --release`.
 #![cfg(idmint_loom)]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -14,9 +14,12 @@ use idmint_core::snowflake::{Fence, Reservation};
 use idmint_core::{ManualClock, SnowflakeConfig, SnowflakeGenerator};
 
 fn generator() -> Arc<SnowflakeGenerator> {
+    generator_on(ManualClock::shared(1_790_000_000_000))
+}
+
+fn generator_on(clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> {
     // 2 sequence bits: 4 IDs per tick, so a handful of calls crosses a tick boundary.
     let layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
-    let clock = ManualClock::shared(1_790_000_000_000);
     let config = SnowflakeConfig {
         max_lead: Duration::from_millis(3),
         max_wait: Duration::ZERO,
@@ -49,6 +52,25 @@ fn two_threads_never_share_an_id() {
         let handle = loom::thread::spawn(move || [take(&other, 1), take(&other, 2)].concat());
         let mine = [take(&gen, 2), take(&gen, 1)].concat();
         check(vec![mine, handle.join().unwrap()], 6);
+    });
+}
+
+#[test]
+fn claims_racing_a_jump_to_a_new_tick_never_overlap() {
+    loom::model(|| {
+        let clock = ManualClock::shared(1_790_000_000_000);
+        let gen = generator_on(Arc::clone(&clock));
+        let other = Arc::clone(&gen);
+        // This thread moves the clock on between its calls, so its second call jumps the word
+        // to a new tick while the other thread claims in the old one.
+        let handle = loom::thread::spawn(move || {
+            let first = take(&other, 1);
+            clock.advance(Duration::from_millis(1));
+            [first, take(&other, 1)].concat()
+        });
+        let mine = [take(&gen, 1), take(&gen, 2)].concat();
+        let theirs = handle.join().unwrap();
+        check(vec![mine, theirs], 5);
     });
 }
 

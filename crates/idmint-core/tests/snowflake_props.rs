@@ -70,7 +70,9 @@ proptest! {
         let mut gen = start(&layout, &clock, &config, fence);
         let mut seen = HashSet::new();
         let mut last = 0u64;
+        let mut highest_tick = now_tick;
         for op in ops {
+            highest_tick = highest_tick.max(layout.tick_at(clock.now_ms()).unwrap_or(0));
             let issued: Vec<u64> = match op {
                 Op::Advance(ms) => { clock.advance(Duration::from_millis(ms)); continue; }
                 Op::StepBack(ms) => { clock.step_back(Duration::from_millis(ms)); continue; }
@@ -104,10 +106,15 @@ proptest! {
                     Err(err) => { prop_assert!(is_wait_error(&err), "{err:?}"); vec![] }
                 },
             };
+            highest_tick = highest_tick.max(layout.tick_at(clock.now_ms()).unwrap_or(0));
+            let max_lead_ticks = u64::try_from(config.max_lead.as_millis()).unwrap();
             for id in issued {
                 prop_assert!(id > last, "{id} after {last}");
                 prop_assert!(seen.insert(id));
-                prop_assert!(layout.decompose(id).unwrap().tick <= gen.granted_tick());
+                let tick = layout.decompose(id).unwrap().tick;
+                prop_assert!(tick <= gen.granted_tick());
+                // Borrowing is bounded: never more than max_lead past the clock's highest reading.
+                prop_assert!(tick <= highest_tick + max_lead_ticks, "tick {tick}, clock {highest_tick}");
                 last = id;
             }
         }
