@@ -87,13 +87,8 @@ use self::wait::Waiter;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::store::SegmentStore;
+use crate::sync::Padded;
 use crate::tag::Tag;
-
-/// Keeps its content on cache lines of its own (128 bytes covers adjacent-line prefetching),
-/// so the contended state word does not slow down reads of the slots or the mutex.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// A per-tag double buffer of ID ranges over a [`SegmentStore`].
 ///

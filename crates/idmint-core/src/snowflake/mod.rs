@@ -21,16 +21,10 @@ pub use self::config::{Fence, SnowflakeConfig};
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
 use crate::layout::{format_ms_rfc3339, low_mask, FieldKind, Layout};
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{AtomicU64, Ordering, Padded};
 
 /// The most IDs one call may reserve.
 pub const MAX_BATCH: u64 = 1_000_000;
-
-/// Keeps the hot word on a cache line of its own, so threads reading the generator's
-/// configuration do not slow down the threads writing the word.
-#[derive(Debug)]
-#[repr(align(128))]
-struct Padded<T>(T);
 
 /// Why a reservation could not be made without waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
