@@ -1,0 +1,61 @@
+//! Every store call is bounded in time, and every driver error becomes a typed error of
+//! `idmint-core`: unavailable (the caller may retry), or invalid.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crate::{Error, Result};
+
+/// Runs `call`, failing with [`Error::StoreUnavailable`] if it takes longer than `timeout`.
+/// Dropping the call on timeout is safe: every write is one statement or one transaction, so
+/// it either committed or did not.
+pub(crate) async fn bounded<T>(
+    timeout: Duration,
+    what: &str,
+    call: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    match tokio::time::timeout(timeout, call).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::StoreUnavailable(format!(
+            "{what} timed out after {timeout:?}"
+        ))),
+    }
+}
+
+/// Maps a sqlx error: anything about reaching the database is unavailable (retry); an error
+/// the database raised about the statement or data is invalid.
+pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
+    match error {
+        sqlx::Error::Database(db) if is_transient(db.code().as_deref()) => {
+            Error::StoreUnavailable(format!("{what}: {db}"))
+        }
+        sqlx::Error::Database(db) => Error::StoreInvalid(format!("{what}: {db}")),
+        sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::TypeNotFound { .. } => Error::StoreInvalid(format!("{what}: {error}")),
+        other => Error::StoreUnavailable(format!("{what}: {other}")),
+    }
+}
+
+/// Database error codes that mean "try again": SQLite busy/locked, PostgreSQL serialization
+/// failure, deadlock and connection loss, MySQL deadlock and lock wait timeout.
+fn is_transient(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some("5" | "6" | "261" | "517" | "40001" | "40P01" | "57P01" | "08006" | "1213" | "1205")
+    )
+}
+
+/// A value read from the store as `i64`, checked to be non-negative.
+pub(crate) fn to_u64(what: &str, value: i64) -> Result<u64> {
+    u64::try_from(value)
+        .map_err(|_| Error::StoreInvalid(format!("{what} is negative in the store: {value}")))
+}
+
+/// A value written to the store as `i64`, checked to fit.
+pub(crate) fn to_i64(what: &str, value: u64) -> Result<i64> {
+    i64::try_from(value).map_err(|_| Error::InvalidArgument {
+        name: "value",
+        reason: format!("{what} {value} does not fit a signed 64-bit column"),
+    })
+}

@@ -1,0 +1,114 @@
+//! # idmint-store
+//!
+//! The stores behind idmint's uniqueness (DESIGN.md, "Uniqueness"): atomic range allocation per
+//! tag and fenced worker leases, implementing [`SegmentStore`] and [`WorkerLeases`] of
+//! `idmint-core` on SQLite (the embedded default, no set-up), PostgreSQL, MySQL/MariaDB and
+//! Redis. Each backend sits behind a cargo feature and is chosen by URL with [`open`]:
+//! `sqlite://PATH`, `postgres://...`, `mysql://...`, `redis://...`.
+//!
+//! Every backend creates and migrates its own schema, checks at connect that it is durable
+//! (refusing one that is not, unless the caller opts out), bounds every call with a timeout and
+//! reports failures as the typed errors of `idmint-core`: unavailable (retry), conflict, or
+//! invalid.
+
+mod bounded;
+mod location;
+mod schema;
+#[cfg(feature = "sqlite")]
+mod sqlite;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use idmint_core::store::{SegmentStore, WorkerLeases};
+pub use idmint_core::{Error, Result};
+
+pub use self::location::{redact, Backend, Location};
+
+/// How to open a store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// Prefix of every table (SQL) or key (Redis): several idmint clusters, or test runs, can
+    /// share one database. `[a-z0-9_]{1,32}`; default `idmint`.
+    pub namespace: String,
+    /// The longest any one call may take before it fails as unavailable. Default 5 s.
+    pub call_timeout: Duration,
+    /// Accept a store that cannot promise durability (SQLite without WAL and `synchronous=FULL`,
+    /// Redis without `appendfsync always`). A crash may then reissue IDs; a warning is logged.
+    pub allow_non_durable: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        Self {
+            namespace: "idmint".into(),
+            call_timeout: Duration::from_secs(5),
+            allow_non_durable: false,
+        }
+    }
+}
+
+impl StoreOptions {
+    /// Checks the namespace: it becomes part of table names, so only `[a-z0-9_]{1,32}`.
+    fn validate(&self) -> Result<()> {
+        let ns = &self.namespace;
+        let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
+        if ns.is_empty() || ns.len() > 32 || !ns.chars().all(valid) {
+            return Err(Error::InvalidArgument {
+                name: "namespace",
+                reason: format!("`{ns}` must be 1 to 32 characters of a-z 0-9 _"),
+            });
+        }
+        if self.call_timeout.is_zero() {
+            return Err(Error::InvalidArgument {
+                name: "call_timeout",
+                reason: "must be above zero".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// An open store: both traits, backed by one connection pool.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// Range allocation per tag.
+    pub segments: Arc<dyn SegmentStore>,
+    /// Worker leases with fenced high-water marks.
+    pub leases: Arc<dyn WorkerLeases>,
+    /// The URL with its password hidden, for logs.
+    pub display_url: String,
+}
+
+/// Opens the store at `url`: connects, checks durability, creates or migrates the schema.
+///
+/// Fails with [`Error::StoreUnavailable`] naming the URL (password hidden) when the store cannot
+/// be reached, [`Error::StoreInvalid`] when it is not durable or its schema is newer than this
+/// binary knows, and [`Error::InvalidArgument`] for a URL of an unknown or disabled backend.
+pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
+    options.validate()?;
+    let location = Location::parse(url)?;
+    match location.backend {
+        #[cfg(feature = "sqlite")]
+        Backend::Sqlite => sqlite::SqliteStore::open(&location, options)
+            .await
+            .map(|store| {
+                let store = Arc::new(store);
+                Store {
+                    segments: store.clone(),
+                    leases: store,
+                    display_url: location.display.clone(),
+                }
+            }),
+        #[allow(unreachable_patterns)]
+        backend => Err(Error::InvalidArgument {
+            name: "store",
+            reason: format!(
+                "`{}`: this build has no {} support (cargo feature `{}`)",
+                location.display,
+                backend.name(),
+                backend.feature()
+            ),
+        }),
+    }
+}

@@ -1,0 +1,37 @@
+//! Versioned schema migrations, shared by the SQL backends.
+//!
+//! Each backend lists, per schema version, the statements that bring the previous version to
+//! it. On open, a backend reads the version its database holds and asks [`plan`] what to
+//! apply: nothing when up to date, the missing versions in order, or an error when the
+//! database is newer than this binary (an older binary must not write to a schema it does not
+//! know).
+
+use crate::{Error, Result};
+
+/// The schema version this binary writes.
+pub(crate) const LATEST: i64 = 1;
+
+/// The versions to apply to a database at `current` (0 for an empty one), in order.
+pub(crate) fn plan(current: i64, display_url: &str) -> Result<std::ops::RangeInclusive<i64>> {
+    if current > LATEST {
+        return Err(Error::StoreInvalid(format!(
+            "the schema in {display_url} is version {current}, newer than this idmint knows ({LATEST}); \
+             upgrade idmint before pointing it at this store"
+        )));
+    }
+    Ok(current + 1..=LATEST)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_only_what_is_missing_and_refuses_the_future() {
+        assert_eq!(plan(0, "x").ok(), Some(1..=LATEST));
+        assert!(plan(LATEST, "x").is_ok_and(|r| r.is_empty()));
+        assert!(
+            matches!(plan(LATEST + 1, "x"), Err(Error::StoreInvalid(m)) if m.contains("newer"))
+        );
+    }
+}

@@ -1,0 +1,602 @@
+//! SQLite: the embedded default. One file, no server, safe for several processes at once.
+//!
+//! Durability: WAL journal and `synchronous=FULL`, checked at open. Concurrency: every write is
+//! a `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front (other processes
+//! wait up to the busy timeout), so a read-then-write such as a lease acquisition is one
+//! serialized decision, and a writer never fails on a stale WAL snapshot.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use idmint_core::clock::duration_ms;
+use idmint_core::store::{
+    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
+    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+};
+use idmint_core::Tag;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
+    SqliteSynchronous,
+};
+use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
+
+use crate::bounded::{bounded, sql_error, to_i64, to_u64};
+use crate::location::Location;
+use crate::schema;
+use crate::{Error, Result, StoreOptions};
+
+/// The store's clock, in ms since the Unix epoch (SQLite has no server: this is the machine's).
+const NOW: &str = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
+
+/// How long a writer waits for another process's write lock before giving up as unavailable.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The statements, with the namespace's table names filled in once at open.
+#[derive(Debug)]
+struct Statements {
+    allocate: Arc<str>,
+    max_id: Arc<str>,
+    give_back: Arc<str>,
+    create_tag: Arc<str>,
+    update_tag: Arc<str>,
+    tag_info: Arc<str>,
+    list_tags: Arc<str>,
+    now: Arc<str>,
+    lease_row: Arc<str>,
+    previous_worker: Arc<str>,
+    first_unused_worker: Arc<str>,
+    longest_expired_worker: Arc<str>,
+    take_worker: Arc<str>,
+    renew: Arc<str>,
+    release: Arc<str>,
+    list_leases: Arc<str>,
+    schema_version: Arc<str>,
+}
+
+impl Statements {
+    fn new(ns: &str) -> Self {
+        let s = format!("{ns}_segments");
+        let w = format!("{ns}_workers");
+        let tag_columns = "tag, max_id, step, description, updated_at_ms";
+        let sql = |text: String| Arc::<str>::from(text);
+        Self {
+            allocate: sql(format!(
+                "UPDATE {s} SET max_id = max_id + ?1, updated_at_ms = {NOW} \
+                 WHERE tag = ?2 AND max_id <= ?3 RETURNING max_id"
+            )),
+            max_id: sql(format!("SELECT max_id FROM {s} WHERE tag = ?1")),
+            give_back: sql(format!(
+                "UPDATE {s} SET max_id = ?1, updated_at_ms = {NOW} WHERE tag = ?2 AND max_id = ?3"
+            )),
+            create_tag: sql(format!(
+                "INSERT INTO {s} ({tag_columns}) VALUES (?1, ?2, ?3, ?4, {NOW}) \
+                 ON CONFLICT (tag) DO NOTHING RETURNING {tag_columns}"
+            )),
+            update_tag: sql(format!(
+                "UPDATE {s} SET step = COALESCE(?1, step), description = COALESCE(?2, description), \
+                 updated_at_ms = {NOW} WHERE tag = ?3 RETURNING {tag_columns}"
+            )),
+            tag_info: sql(format!("SELECT {tag_columns} FROM {s} WHERE tag = ?1")),
+            list_tags: sql(format!("SELECT {tag_columns} FROM {s} ORDER BY tag")),
+            now: sql(format!("SELECT {NOW}")),
+            lease_row: sql(format!(
+                "SELECT node_name, expires_at_ms FROM {w} WHERE worker_id = ?1"
+            )),
+            previous_worker: sql(format!(
+                "SELECT worker_id FROM {w} WHERE node_name = ?1 AND expires_at_ms <= ?2 \
+                 AND worker_id < ?3 ORDER BY expires_at_ms DESC LIMIT 1"
+            )),
+            first_unused_worker: sql(format!(
+                "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {w} WHERE worker_id = 0) THEN 0 \
+                 ELSE (SELECT MIN(a.worker_id) + 1 FROM {w} a WHERE NOT EXISTS \
+                 (SELECT 1 FROM {w} b WHERE b.worker_id = a.worker_id + 1)) END"
+            )),
+            longest_expired_worker: sql(format!(
+                "SELECT worker_id FROM {w} WHERE expires_at_ms <= ?1 AND worker_id < ?2 \
+                 ORDER BY expires_at_ms, worker_id LIMIT 1"
+            )),
+            take_worker: sql(format!(
+                "INSERT INTO {w} (worker_id, node_name, token, hwm_ms, expires_at_ms) \
+                 VALUES (?1, ?2, 1, 0, ?3) ON CONFLICT (worker_id) DO UPDATE SET \
+                 node_name = excluded.node_name, token = {w}.token + 1, \
+                 expires_at_ms = excluded.expires_at_ms RETURNING token, hwm_ms"
+            )),
+            renew: sql(format!(
+                "UPDATE {w} SET hwm_ms = MAX(hwm_ms, ?1), expires_at_ms = {NOW} + ?2 \
+                 WHERE worker_id = ?3 AND token = ?4 RETURNING hwm_ms, expires_at_ms"
+            )),
+            release: sql(format!(
+                "UPDATE {w} SET hwm_ms = MAX(hwm_ms, ?1), expires_at_ms = 0 \
+                 WHERE worker_id = ?2 AND token = ?3"
+            )),
+            list_leases: sql(format!(
+                "SELECT worker_id, node_name, expires_at_ms, hwm_ms, expires_at_ms > {NOW} \
+                 FROM {w} ORDER BY worker_id"
+            )),
+            schema_version: sql(format!("SELECT version FROM {ns}_schema WHERE id = 1")),
+        }
+    }
+}
+
+/// The schema, per version (see [`schema`]).
+fn migration(ns: &str, version: i64) -> Vec<String> {
+    match version {
+        1 => vec![
+            format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_segments (tag TEXT PRIMARY KEY NOT NULL, \
+                 max_id INTEGER NOT NULL, step INTEGER NOT NULL, \
+                 description TEXT NOT NULL DEFAULT '', updated_at_ms INTEGER NOT NULL)"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_workers (worker_id INTEGER PRIMARY KEY NOT NULL, \
+                 node_name TEXT NOT NULL, token INTEGER NOT NULL, hwm_ms INTEGER NOT NULL, \
+                 expires_at_ms INTEGER NOT NULL)"
+            ),
+            format!("CREATE INDEX IF NOT EXISTS {ns}_workers_node ON {ns}_workers (node_name)"),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// Wraps a statement built at open from the validated namespace (`[a-z0-9_]`): no input of
+/// callers ever reaches SQL text, only bind parameters.
+fn q(sql: &Arc<str>) -> AssertSqlSafe<Arc<str>> {
+    AssertSqlSafe(Arc::clone(sql))
+}
+
+/// [`SegmentStore`] and [`WorkerLeases`] on one SQLite file.
+#[derive(Debug)]
+pub(crate) struct SqliteStore {
+    pool: SqlitePool,
+    sql: Statements,
+    timeout: Duration,
+    display: String,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed, with its folder) the file, checks durability, migrates.
+    pub(crate) async fn open(location: &Location, options: &StoreOptions) -> Result<Self> {
+        let path = location.sqlite_path();
+        let unavailable = |e: &dyn std::fmt::Display| {
+            Error::StoreUnavailable(format!("cannot open {}: {e}", location.display))
+        };
+        if let Some(folder) = Path::new(path)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(folder).map_err(|e| unavailable(&e))?;
+        }
+        let connect = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .acquire_timeout(options.call_timeout)
+            .connect_with(connect)
+            .await
+            .map_err(|e| unavailable(&e))?;
+        let store = Self {
+            pool,
+            sql: Statements::new(&options.namespace),
+            timeout: options.call_timeout,
+            display: location.display.clone(),
+        };
+        store.check_durability(options.allow_non_durable).await?;
+        store.migrate(&options.namespace).await?;
+        Ok(store)
+    }
+
+    /// Refuses a file that is not in WAL mode with `synchronous=FULL` (e.g. on a file system
+    /// without shared memory), unless allowed.
+    async fn check_durability(&self, allow: bool) -> Result<()> {
+        let what = "checking durability";
+        let journal: String = sqlx::query_scalar("PRAGMA journal_mode")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sql_error(what, e))?;
+        let synchronous: i64 = sqlx::query_scalar("PRAGMA synchronous")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| sql_error(what, e))?;
+        if journal.eq_ignore_ascii_case("wal") && synchronous == 2 {
+            return Ok(());
+        }
+        let problem = format!(
+            "{} runs with journal_mode={journal}, synchronous={synchronous}; idmint needs \
+             journal_mode=wal and synchronous=2 (FULL) so a crash cannot reissue IDs",
+            self.display
+        );
+        if allow {
+            tracing::warn!("{problem} (accepted: durability checks are switched off)");
+            return Ok(());
+        }
+        Err(Error::StoreInvalid(problem))
+    }
+
+    /// Creates or upgrades the schema, in one write transaction (so two processes opening the
+    /// same new file at once do not race).
+    async fn migrate(&self, ns: &str) -> Result<()> {
+        let what = "migrating the schema";
+        let err = |e| sql_error(what, e);
+        let mut tx = self.write().await?;
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {ns}_schema (id INTEGER PRIMARY KEY CHECK (id = 1), \
+             version INTEGER NOT NULL)"
+        );
+        sqlx::query(AssertSqlSafe(create))
+            .execute(&mut *tx)
+            .await
+            .map_err(err)?;
+        let current: Option<i64> = sqlx::query_scalar(q(&self.sql.schema_version))
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(err)?;
+        let current = current.unwrap_or(0);
+        for version in schema::plan(current, &self.display)? {
+            for statement in migration(ns, version) {
+                sqlx::query(AssertSqlSafe(statement))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+            let record = format!(
+                "INSERT INTO {ns}_schema (id, version) VALUES (1, ?1) \
+                 ON CONFLICT (id) DO UPDATE SET version = excluded.version"
+            );
+            sqlx::query(AssertSqlSafe(record))
+                .bind(version)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+        }
+        tx.commit().await.map_err(err)
+    }
+
+    /// A write transaction holding SQLite's write lock from its first statement.
+    async fn write(&self) -> Result<Transaction<'static, Sqlite>> {
+        self.pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(|e| sql_error("starting a write", e))
+    }
+
+    async fn allocate_now(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        let err = |e| sql_error("allocating a segment", e);
+        let limit = to_i64(
+            "limit",
+            MAX_SEGMENT_ID.saturating_add(1).saturating_sub(step),
+        )?;
+        let mut tx = self.write().await?;
+        let end: Option<i64> = sqlx::query_scalar(q(&self.sql.allocate))
+            .bind(to_i64("step", step)?)
+            .bind(tag.as_str())
+            .bind(limit)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(err)?;
+        let Some(end) = end else {
+            let exists: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+                .bind(tag.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            return Err(match exists {
+                None => Error::UnknownTag(tag.to_string()),
+                Some(_) => Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")),
+            });
+        };
+        tx.commit().await.map_err(err)?;
+        let end = to_u64("max_id", end)?;
+        Ok(end - step..end)
+    }
+
+    async fn acquire_now(&self, request: &LeaseRequest) -> Result<Lease> {
+        let err = |e| sql_error("acquiring a worker ID", e);
+        let count = to_i64("worker_count", request.worker_count)?;
+        let ttl = to_i64("ttl", duration_ms(request.ttl))?;
+        let mut tx = self.write().await?;
+        let now: i64 = sqlx::query_scalar(q(&self.sql.now))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err)?;
+        let worker_id = match request.worker_id {
+            Some(id) => {
+                let id = to_i64("worker_id", id)
+                    .ok()
+                    .filter(|id| *id < count)
+                    .ok_or_else(|| Error::InvalidArgument {
+                        name: "worker_id",
+                        reason: format!("{id} is outside 0..{count}"),
+                    })?;
+                let holder: Option<(String, i64)> = sqlx::query_as(q(&self.sql.lease_row))
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                if let Some((node, expires)) = holder {
+                    if expires > now && node != request.node_name {
+                        return Err(Error::WorkerHeld {
+                            worker_id: to_u64("worker_id", id)?,
+                            holder: node,
+                        });
+                    }
+                }
+                id
+            }
+            None => {
+                self.pick_worker(&mut tx, &request.node_name, now, count)
+                    .await?
+            }
+        };
+        let expires = now.saturating_add(ttl);
+        let (token, hwm): (i64, i64) = sqlx::query_as(q(&self.sql.take_worker))
+            .bind(worker_id)
+            .bind(&request.node_name)
+            .bind(expires)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err)?;
+        tx.commit().await.map_err(err)?;
+        Ok(Lease {
+            worker_id: to_u64("worker_id", worker_id)?,
+            token: FencingToken(to_u64("token", token)?),
+            hwm_ms: to_u64("hwm_ms", hwm)?,
+            expires_at_ms: to_u64("expires_at_ms", expires)?,
+        })
+    }
+
+    /// The node's previous worker ID if expired, else the smallest never-used one, else the
+    /// one expired longest ago.
+    async fn pick_worker(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        node: &str,
+        now: i64,
+        count: i64,
+    ) -> Result<i64> {
+        let err = |e| sql_error("choosing a worker ID", e);
+        let previous: Option<i64> = sqlx::query_scalar(q(&self.sql.previous_worker))
+            .bind(node)
+            .bind(now)
+            .bind(count)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(err)?;
+        if let Some(id) = previous {
+            return Ok(id);
+        }
+        let unused: Option<i64> = sqlx::query_scalar(q(&self.sql.first_unused_worker))
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(err)?;
+        if let Some(id) = unused.filter(|id| *id < count) {
+            return Ok(id);
+        }
+        let expired: Option<i64> = sqlx::query_scalar(q(&self.sql.longest_expired_worker))
+            .bind(now)
+            .bind(count)
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(err)?;
+        expired.ok_or(Error::NoWorkerFree {
+            worker_count: to_u64("worker_count", count)?,
+        })
+    }
+}
+
+/// A tag row as [`TagInfo`].
+fn tag_info(row: &SqliteRow) -> Result<TagInfo> {
+    let err = |e| sql_error("reading a tag", e);
+    let name: String = row.try_get(0).map_err(err)?;
+    Ok(TagInfo {
+        tag: Tag::new(&name)
+            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
+        max_id: to_u64("max_id", row.try_get(1).map_err(err)?)?,
+        step: to_u64("step", row.try_get(2).map_err(err)?)?,
+        description: row.try_get(3).map_err(err)?,
+        updated_at_ms: to_u64("updated_at_ms", row.try_get(4).map_err(err)?)?,
+    })
+}
+
+#[async_trait]
+impl SegmentStore for SqliteStore {
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        if step == 0 {
+            return Err(Error::InvalidArgument {
+                name: "step",
+                reason: "must be at least 1".into(),
+            });
+        }
+        bounded(
+            self.timeout,
+            "allocating a segment",
+            self.allocate_now(tag, step),
+        )
+        .await
+    }
+
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
+        if unused.start >= unused.end {
+            return Ok(false);
+        }
+        let call = async {
+            let err = |e| sql_error("giving back a segment tail", e);
+            let mut tx = self.write().await?;
+            let done = sqlx::query(q(&self.sql.give_back))
+                .bind(to_i64("start", unused.start)?)
+                .bind(tag.as_str())
+                .bind(to_i64("end", unused.end)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?
+                .rows_affected()
+                == 1;
+            tx.commit().await.map_err(err)?;
+            Ok(done)
+        };
+        bounded(self.timeout, "giving back a segment tail", call).await
+    }
+
+    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
+        if settings.step == 0 {
+            return Err(Error::InvalidArgument {
+                name: "step",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let call = async {
+            let err = |e| sql_error("creating a tag", e);
+            let mut tx = self.write().await?;
+            let row = sqlx::query(q(&self.sql.create_tag))
+                .bind(tag.as_str())
+                .bind(to_i64("first_id", settings.first_id.max(1))?)
+                .bind(to_i64("step", settings.step)?)
+                .bind(&settings.description)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+            row.as_ref()
+                .map(tag_info)
+                .unwrap_or_else(|| Err(Error::TagExists(tag.to_string())))
+        };
+        bounded(self.timeout, "creating a tag", call).await
+    }
+
+    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
+        if update.step == Some(0) {
+            return Err(Error::InvalidArgument {
+                name: "step",
+                reason: "must be at least 1".into(),
+            });
+        }
+        let call = async {
+            let err = |e| sql_error("updating a tag", e);
+            let step = update.step.map(|s| to_i64("step", s)).transpose()?;
+            let mut tx = self.write().await?;
+            let row = sqlx::query(q(&self.sql.update_tag))
+                .bind(step)
+                .bind(update.description.as_deref())
+                .bind(tag.as_str())
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+            row.as_ref()
+                .map(tag_info)
+                .unwrap_or_else(|| Err(Error::UnknownTag(tag.to_string())))
+        };
+        bounded(self.timeout, "updating a tag", call).await
+    }
+
+    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
+        let call = async {
+            let row = sqlx::query(q(&self.sql.tag_info))
+                .bind(tag.as_str())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| sql_error("reading a tag", e))?;
+            row.as_ref().map(tag_info).transpose()
+        };
+        bounded(self.timeout, "reading a tag", call).await
+    }
+
+    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
+        let call = async {
+            let rows = sqlx::query(q(&self.sql.list_tags))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| sql_error("listing tags", e))?;
+            rows.iter().map(tag_info).collect()
+        };
+        bounded(self.timeout, "listing tags", call).await
+    }
+}
+
+#[async_trait]
+impl WorkerLeases for SqliteStore {
+    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
+        bounded(
+            self.timeout,
+            "acquiring a worker ID",
+            self.acquire_now(request),
+        )
+        .await
+    }
+
+    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
+        let call = async {
+            let err = |e| sql_error("renewing a worker lease", e);
+            let mut tx = self.write().await?;
+            let row: Option<(i64, i64)> = sqlx::query_as(q(&self.sql.renew))
+                .bind(to_i64("hwm_ms", hwm_ms)?)
+                .bind(to_i64("ttl", duration_ms(ttl))?)
+                .bind(to_i64("worker_id", lease.worker_id)?)
+                .bind(to_i64("token", lease.token.0)?)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)?;
+            let (hwm, expires) = row.ok_or(Error::LeaseLost {
+                worker_id: lease.worker_id,
+            })?;
+            Ok(Renewal {
+                hwm_ms: to_u64("hwm_ms", hwm)?,
+                expires_at_ms: to_u64("expires_at_ms", expires)?,
+            })
+        };
+        bounded(self.timeout, "renewing a worker lease", call).await
+    }
+
+    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
+        let call = async {
+            let err = |e| sql_error("releasing a worker lease", e);
+            let mut tx = self.write().await?;
+            let released = sqlx::query(q(&self.sql.release))
+                .bind(to_i64("hwm_ms", final_hwm_ms)?)
+                .bind(to_i64("worker_id", lease.worker_id)?)
+                .bind(to_i64("token", lease.token.0)?)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?
+                .rows_affected();
+            tx.commit().await.map_err(err)?;
+            if released == 1 {
+                Ok(())
+            } else {
+                Err(Error::LeaseLost {
+                    worker_id: lease.worker_id,
+                })
+            }
+        };
+        bounded(self.timeout, "releasing a worker lease", call).await
+    }
+
+    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
+        let call = async {
+            let err = |e| sql_error("listing worker leases", e);
+            let rows: Vec<(i64, String, i64, i64, bool)> = sqlx::query_as(q(&self.sql.list_leases))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(err)?;
+            rows.into_iter()
+                .map(|(id, node_name, expires, hwm, live)| {
+                    Ok(LeaseInfo {
+                        worker_id: to_u64("worker_id", id)?,
+                        node_name,
+                        expires_at_ms: to_u64("expires_at_ms", expires)?,
+                        hwm_ms: to_u64("hwm_ms", hwm)?,
+                        live,
+                    })
+                })
+                .collect()
+        };
+        bounded(self.timeout, "listing worker leases", call).await
+    }
+}

@@ -1,0 +1,438 @@
+//! The conformance suite: written once, run against every backend. What it checks is what
+//! uniqueness rests on (DESIGN.md, "Uniqueness"): ranges never overlap, two holders never share
+//! a worker ID, a stale holder can change nothing, a new holder starts above the old one's HWM.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+mod suite {
+    use std::collections::HashSet;
+    use std::ops::Range;
+    use std::time::Duration;
+
+    use idmint_core::store::{LeaseRequest, TagSettings, TagUpdate};
+    use idmint_core::{Error, Tag};
+    use idmint_store::Store;
+
+    use super::common;
+
+    fn tag(name: &str) -> Tag {
+        Tag::new(name).unwrap()
+    }
+
+    fn request(node: &str, worker_id: Option<u64>, count: u64, ttl: Duration) -> LeaseRequest {
+        LeaseRequest {
+            node_name: node.into(),
+            worker_count: count,
+            worker_id,
+            ttl,
+        }
+    }
+
+    /// 8 tasks x 1,000 allocations on one tag: disjoint ranges that tile the sequence.
+    pub async fn concurrent_allocations_tile_without_overlap(store: Store) {
+        let orders = tag("orders");
+        let settings = TagSettings {
+            step: 10,
+            first_id: 1,
+            ..TagSettings::default()
+        };
+        store.segments.create_tag(&orders, &settings).await.unwrap();
+        let tasks: Vec<_> = (0..8u64)
+            .map(|task| {
+                let segments = store.segments.clone();
+                let orders = orders.clone();
+                tokio::spawn(async move {
+                    let mut ranges = Vec::new();
+                    for i in 0..1_000u64 {
+                        let range = segments
+                            .allocate(&orders, 1 + (task + i) % 7)
+                            .await
+                            .unwrap();
+                        assert_eq!(range.end - range.start, 1 + (task + i) % 7);
+                        ranges.push(range);
+                    }
+                    ranges
+                })
+            })
+            .collect();
+        let mut all: Vec<Range<u64>> = Vec::new();
+        for task in tasks {
+            let ranges = task.await.unwrap();
+            // Each task's own ranges come in allocation order.
+            assert!(ranges.windows(2).all(|w| w[0].end <= w[1].start));
+            all.extend(ranges);
+        }
+        all.sort_by_key(|r| r.start);
+        assert_eq!(all[0].start, 1);
+        for pair in all.windows(2) {
+            assert_eq!(
+                pair[0].end, pair[1].start,
+                "gap or overlap between {:?} and {:?}",
+                pair[0], pair[1]
+            );
+        }
+        let info = store.segments.tag_info(&orders).await.unwrap().unwrap();
+        assert_eq!(info.max_id, all.last().unwrap().end);
+    }
+
+    /// Give-back returns the tail only when nobody allocated after it.
+    pub async fn give_back_only_when_nobody_allocated_after(store: Store) {
+        let t = tag("gb");
+        store
+            .segments
+            .create_tag(
+                &t,
+                &TagSettings {
+                    step: 10,
+                    ..TagSettings::default()
+                },
+            )
+            .await
+            .unwrap();
+        let first = store.segments.allocate(&t, 10).await.unwrap();
+        let second = store.segments.allocate(&t, 10).await.unwrap();
+        assert!(!store
+            .segments
+            .give_back(&t, first.start + 3..first.end)
+            .await
+            .unwrap());
+        assert!(store
+            .segments
+            .give_back(&t, second.start + 4..second.end)
+            .await
+            .unwrap());
+        assert_eq!(
+            store.segments.tag_info(&t).await.unwrap().unwrap().max_id,
+            second.start + 4
+        );
+        // Twice is refused: the tail no longer ends at max_id.
+        assert!(!store
+            .segments
+            .give_back(&t, second.start + 4..second.end)
+            .await
+            .unwrap());
+        assert_eq!(
+            store.segments.allocate(&t, 2).await.unwrap(),
+            second.start + 4..second.start + 6
+        );
+    }
+
+    /// Tags: create, refuse twice, set step and description, list, unknown tags refused.
+    pub async fn tags_are_managed_and_unknown_ones_refused(store: Store) {
+        let a = tag("a.tag:1");
+        let b = tag("b-tag_2");
+        let created = store
+            .segments
+            .create_tag(
+                &a,
+                &TagSettings {
+                    step: 5,
+                    description: "orders".into(),
+                    first_id: 100,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            (created.max_id, created.step, created.description.as_str()),
+            (100, 5, "orders")
+        );
+        assert!(matches!(
+            store.segments.create_tag(&a, &TagSettings::default()).await,
+            Err(Error::TagExists(_))
+        ));
+        store
+            .segments
+            .create_tag(&b, &TagSettings::default())
+            .await
+            .unwrap();
+        let update = TagUpdate {
+            step: Some(50),
+            description: None,
+        };
+        let updated = store.segments.update_tag(&a, &update).await.unwrap();
+        assert_eq!((updated.step, updated.description.as_str()), (50, "orders"));
+        let update = TagUpdate {
+            step: None,
+            description: Some("renamed".into()),
+        };
+        assert_eq!(
+            store
+                .segments
+                .update_tag(&a, &update)
+                .await
+                .unwrap()
+                .description,
+            "renamed"
+        );
+        let names: Vec<String> = store
+            .segments
+            .list_tags()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| t.tag.to_string())
+            .collect();
+        assert_eq!(names, ["a.tag:1", "b-tag_2"]);
+        let unknown = tag("nope");
+        assert!(matches!(
+            store.segments.allocate(&unknown, 1).await,
+            Err(Error::UnknownTag(_))
+        ));
+        assert!(matches!(
+            store.segments.update_tag(&unknown, &update).await,
+            Err(Error::UnknownTag(_))
+        ));
+        assert_eq!(store.segments.tag_info(&unknown).await.unwrap(), None);
+        assert!(matches!(
+            store.segments.allocate(&a, 0).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        let zero = TagUpdate {
+            step: Some(0),
+            description: None,
+        };
+        assert!(matches!(
+            store.segments.update_tag(&a, &zero).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+    }
+
+    /// Concurrent acquirers never share a worker ID; when all are held, the rest are refused.
+    pub async fn acquirers_never_share_a_worker_id(store: Store) {
+        let tasks: Vec<_> = (0..12)
+            .map(|i| {
+                let leases = store.leases.clone();
+                tokio::spawn(async move {
+                    leases
+                        .acquire(&request(
+                            &format!("node-{i}"),
+                            None,
+                            8,
+                            Duration::from_secs(60),
+                        ))
+                        .await
+                })
+            })
+            .collect();
+        let mut held = HashSet::new();
+        let mut refused = 0;
+        for task in tasks {
+            match task.await.unwrap() {
+                Ok(lease) => assert!(
+                    held.insert(lease.worker_id),
+                    "worker {} handed out twice",
+                    lease.worker_id
+                ),
+                Err(Error::NoWorkerFree { worker_count: 8 }) => refused += 1,
+                Err(other) => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!((held.len(), refused), (8, 4));
+        assert_eq!(held, (0..8).collect());
+    }
+
+    /// A static worker ID is registered like any other and refused while another node holds it.
+    pub async fn a_static_worker_id_is_refused_while_held(store: Store) {
+        let ttl = Duration::from_secs(60);
+        let lease = store
+            .leases
+            .acquire(&request("a", Some(5), 8, ttl))
+            .await
+            .unwrap();
+        assert_eq!(lease.worker_id, 5);
+        let err = store
+            .leases
+            .acquire(&request("b", Some(5), 8, ttl))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            Error::WorkerHeld {
+                worker_id: 5,
+                holder: "a".into()
+            }
+        );
+        assert!(matches!(
+            store.leases.acquire(&request("b", Some(8), 8, ttl)).await,
+            Err(Error::InvalidArgument { .. })
+        ));
+        // An automatic acquirer skips the static one.
+        let auto: Vec<u64> = {
+            let mut ids = Vec::new();
+            for i in 0..7 {
+                ids.push(
+                    store
+                        .leases
+                        .acquire(&request(&format!("n{i}"), None, 8, ttl))
+                        .await
+                        .unwrap()
+                        .worker_id,
+                );
+            }
+            ids
+        };
+        assert_eq!(auto, [0, 1, 2, 3, 4, 6, 7]);
+    }
+
+    /// A renew with a stale token fails and changes nothing; the new holder sees the old HWM;
+    /// release records the final HWM and frees the ID at once.
+    pub async fn stale_tokens_change_nothing_and_hwm_is_handed_over(store: Store) {
+        let short = Duration::from_millis(200);
+        let old = store
+            .leases
+            .acquire(&request("old", None, 4, short))
+            .await
+            .unwrap();
+        let renewed = store.leases.renew(&old, 1_000_000, short).await.unwrap();
+        assert_eq!(renewed.hwm_ms, 1_000_000);
+        // Never lowered.
+        assert_eq!(
+            store.leases.renew(&old, 5, short).await.unwrap().hwm_ms,
+            1_000_000
+        );
+        // Expired by the store's clock, taken by another node: the longest expired ID.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let new = store
+            .leases
+            .acquire(&request("new", None, 1, Duration::from_secs(60)))
+            .await
+            .unwrap();
+        assert_eq!((new.worker_id, new.hwm_ms), (old.worker_id, 1_000_000));
+        assert_ne!(new.token, old.token);
+        // The old holder is fenced off.
+        let stale = store.leases.renew(&old, 9_000_000, short).await;
+        assert_eq!(
+            stale,
+            Err(Error::LeaseLost {
+                worker_id: old.worker_id
+            })
+        );
+        assert_eq!(
+            store.leases.release(&old, 9_000_000).await,
+            Err(Error::LeaseLost {
+                worker_id: old.worker_id
+            })
+        );
+        let rows = store.leases.list_leases().await.unwrap();
+        assert_eq!(
+            (rows[0].hwm_ms, rows[0].node_name.as_str(), rows[0].live),
+            (1_000_000, "new", true)
+        );
+        // Release frees the ID at once and keeps the final HWM for the next holder.
+        store.leases.release(&new, 2_000_000).await.unwrap();
+        let rows = store.leases.list_leases().await.unwrap();
+        assert_eq!((rows[0].hwm_ms, rows[0].live), (2_000_000, false));
+        let next = store
+            .leases
+            .acquire(&request("third", None, 1, Duration::from_secs(60)))
+            .await
+            .unwrap();
+        assert_eq!(next.hwm_ms, 2_000_000);
+    }
+
+    /// A node gets its own previous worker ID back once it is free.
+    pub async fn a_node_gets_its_previous_worker_id_back(store: Store) {
+        let ttl = Duration::from_secs(60);
+        let mut leases = Vec::new();
+        for node in ["a", "b", "c"] {
+            leases.push(
+                store
+                    .leases
+                    .acquire(&request(node, None, 8, ttl))
+                    .await
+                    .unwrap(),
+            );
+        }
+        store.leases.release(&leases[1], 10).await.unwrap();
+        store.leases.release(&leases[0], 10).await.unwrap();
+        let again = store
+            .leases
+            .acquire(&request("b", None, 8, ttl))
+            .await
+            .unwrap();
+        assert_eq!(again.worker_id, leases[1].worker_id);
+    }
+
+    /// Opening again (same namespace) finds the schema in place and the data intact.
+    pub async fn migration_rerun_is_a_no_op(url: String) {
+        let namespace = common::fresh_namespace();
+        let first = idmint_store::open(&url, &common::options(&namespace))
+            .await
+            .unwrap();
+        let t = tag("kept");
+        first
+            .segments
+            .create_tag(&t, &TagSettings::default())
+            .await
+            .unwrap();
+        let range = first.segments.allocate(&t, 7).await.unwrap();
+        let second = idmint_store::open(&url, &common::options(&namespace))
+            .await
+            .unwrap();
+        let info = second.segments.tag_info(&t).await.unwrap().unwrap();
+        assert_eq!(info.max_id, range.end);
+    }
+}
+
+/// Stamps out the suite for one backend: `$url` is an expression giving the store URL.
+macro_rules! conformance {
+    ($backend:ident, $url:expr) => {
+        mod $backend {
+            use super::{common, suite};
+
+            async fn store() -> idmint_store::Store {
+                common::open(&$url).await.0
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_allocations_tile_without_overlap() {
+                suite::concurrent_allocations_tile_without_overlap(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn give_back_only_when_nobody_allocated_after() {
+                suite::give_back_only_when_nobody_allocated_after(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn tags_are_managed_and_unknown_ones_refused() {
+                suite::tags_are_managed_and_unknown_ones_refused(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn acquirers_never_share_a_worker_id() {
+                suite::acquirers_never_share_a_worker_id(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_static_worker_id_is_refused_while_held() {
+                suite::a_static_worker_id_is_refused_while_held(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stale_tokens_change_nothing_and_hwm_is_handed_over() {
+                suite::stale_tokens_change_nothing_and_hwm_is_handed_over(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_node_gets_its_previous_worker_id_back() {
+                suite::a_node_gets_its_previous_worker_id_back(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn migration_rerun_is_a_no_op() {
+                suite::migration_rerun_is_a_no_op($url).await;
+            }
+        }
+    };
+}
+
+conformance!(sqlite, common::sqlite_url());
+#[cfg(feature = "postgres")]
+conformance!(postgres, common::server_url("IDMINT_TEST_POSTGRES_URL"));
+#[cfg(feature = "mysql")]
+conformance!(mysql, common::server_url("IDMINT_TEST_MYSQL_URL"));
+#[cfg(feature = "redis")]
+conformance!(redis, common::server_url("IDMINT_TEST_REDIS_URL"));
