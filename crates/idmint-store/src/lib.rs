@@ -13,6 +13,12 @@
 
 mod bounded;
 mod location;
+#[cfg(feature = "mysql")]
+mod mysql;
+#[cfg(feature = "postgres")]
+mod postgres;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -90,16 +96,25 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
     let location = Location::parse(url)?;
     match location.backend {
         #[cfg(feature = "sqlite")]
-        Backend::Sqlite => sqlite::SqliteStore::open(&location, options)
-            .await
-            .map(|store| {
-                let store = Arc::new(store);
-                Store {
-                    segments: store.clone(),
-                    leases: store,
-                    display_url: location.display.clone(),
-                }
-            }),
+        Backend::Sqlite => Ok(Store::new(
+            sqlite::SqliteStore::open(&location, options).await?,
+            &location,
+        )),
+        #[cfg(feature = "postgres")]
+        Backend::Postgres => Ok(Store::new(
+            postgres::PostgresStore::open(&location, options).await?,
+            &location,
+        )),
+        #[cfg(feature = "mysql")]
+        Backend::Mysql => Ok(Store::new(
+            mysql::MysqlStore::open(&location, options).await?,
+            &location,
+        )),
+        #[cfg(feature = "redis")]
+        Backend::Redis => Ok(Store::new(
+            redis_store::RedisStore::open(&location, options).await?,
+            &location,
+        )),
         #[allow(unreachable_patterns)]
         backend => Err(Error::InvalidArgument {
             name: "store",
@@ -110,5 +125,18 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
                 backend.feature()
             ),
         }),
+    }
+}
+
+impl Store {
+    /// Shares one backend between both traits.
+    #[allow(dead_code)]
+    fn new<T: SegmentStore + WorkerLeases + 'static>(backend: T, location: &Location) -> Self {
+        let backend = Arc::new(backend);
+        Self {
+            segments: backend.clone(),
+            leases: backend,
+            display_url: location.display.clone(),
+        }
     }
 }
