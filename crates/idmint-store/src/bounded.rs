@@ -37,13 +37,12 @@ pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
     }
 }
 
-/// Database error codes that mean "try again": SQLite busy/locked, PostgreSQL serialization
-/// failure, deadlock and connection loss, MySQL deadlock and lock wait timeout.
+/// Database error codes that mean "try again" whatever the backend: SQLite busy and locked
+/// (primary and extended codes), and the standard SQLSTATEs of a serialization failure or
+/// deadlock. Backends add their own codes (connection loss, MySQL error numbers) in their
+/// error wrappers.
 fn is_transient(code: Option<&str>) -> bool {
-    matches!(
-        code,
-        Some("5" | "6" | "261" | "517" | "40001" | "40P01" | "57P01" | "08006" | "1213" | "1205")
-    )
+    matches!(code, Some("5" | "6" | "261" | "517" | "40001" | "40P01"))
 }
 
 /// A value read from the store as `i64`, checked to be non-negative.

@@ -268,10 +268,9 @@ impl SqliteStore {
 
     async fn allocate_now(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
         let err = |e| sql_error("allocating a segment", e);
-        let limit = to_i64(
-            "limit",
-            MAX_SEGMENT_ID.saturating_add(1).saturating_sub(step),
-        )?;
+        // `max_id` (the next ID) never passes MAX_SEGMENT_ID: SQLite would turn an integer
+        // overflow into a float rather than fail.
+        let limit = to_i64("limit", MAX_SEGMENT_ID.saturating_sub(step))?;
         let mut tx = self.write().await?;
         let end: Option<i64> = sqlx::query_scalar(q(&self.sql.allocate))
             .bind(to_i64("step", step)?)
@@ -437,6 +436,16 @@ impl SegmentStore for SqliteStore {
                 .map_err(err)?
                 .rows_affected()
                 == 1;
+            if !done {
+                let exists: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+                    .bind(tag.as_str())
+                    .fetch_optional(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                if exists.is_none() {
+                    return Err(Error::UnknownTag(tag.to_string()));
+                }
+            }
             tx.commit().await.map_err(err)?;
             Ok(done)
         };

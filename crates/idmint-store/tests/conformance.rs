@@ -355,6 +355,91 @@ mod suite {
         assert_eq!(again.worker_id, leases[1].worker_id);
     }
 
+    /// The top of the ID space is an error that changes nothing, never an overflow.
+    pub async fn the_largest_id_is_never_passed(store: Store) {
+        let top = tag("top");
+        let max = i64::MAX as u64;
+        let settings = TagSettings {
+            step: 5,
+            description: String::new(),
+            first_id: max - 10,
+        };
+        store.segments.create_tag(&top, &settings).await.unwrap();
+        assert_eq!(
+            store.segments.allocate(&top, 5).await.unwrap(),
+            max - 10..max - 5
+        );
+        assert!(matches!(
+            store.segments.allocate(&top, 10).await,
+            Err(Error::StoreInvalid(_))
+        ));
+        assert_eq!(
+            store.segments.allocate(&top, 5).await.unwrap(),
+            max - 5..max
+        );
+        assert!(matches!(
+            store.segments.allocate(&top, 1).await,
+            Err(Error::StoreInvalid(_))
+        ));
+        assert_eq!(
+            store.segments.tag_info(&top).await.unwrap().unwrap().max_id,
+            max
+        );
+    }
+
+    /// Tags differ by case; give-back on an unknown tag is refused like any other call.
+    pub async fn tags_are_case_sensitive(store: Store) {
+        let (upper, lower) = (tag("Orders"), tag("orders"));
+        let settings = |first_id| TagSettings {
+            step: 5,
+            description: String::new(),
+            first_id,
+        };
+        store
+            .segments
+            .create_tag(&upper, &settings(1))
+            .await
+            .unwrap();
+        store
+            .segments
+            .create_tag(&lower, &settings(1_000))
+            .await
+            .unwrap();
+        assert_eq!(store.segments.allocate(&upper, 5).await.unwrap(), 1..6);
+        assert_eq!(
+            store.segments.allocate(&lower, 5).await.unwrap(),
+            1_000..1_005
+        );
+        let unknown = tag("ORDERS");
+        assert!(matches!(
+            store.segments.give_back(&unknown, 1..6).await,
+            Err(Error::UnknownTag(_))
+        ));
+    }
+
+    /// Several nodes opening the same new namespace at once all succeed (schema creation does
+    /// not race), and see one schema.
+    pub async fn concurrent_opens_of_one_namespace_agree(url: String) {
+        let namespace = common::fresh_namespace();
+        let opens: Vec<_> = (0..6)
+            .map(|_| {
+                let (url, options) = (url.clone(), common::options(&namespace));
+                tokio::spawn(async move { idmint_store::open(&url, &options).await })
+            })
+            .collect();
+        let mut stores = Vec::new();
+        for open in opens {
+            stores.push(open.await.unwrap().unwrap());
+        }
+        let t = tag("shared");
+        stores[0]
+            .segments
+            .create_tag(&t, &TagSettings::default())
+            .await
+            .unwrap();
+        assert!(stores[5].segments.tag_info(&t).await.unwrap().is_some());
+    }
+
     /// Opening again (same namespace) finds the schema in place and the data intact.
     pub async fn migration_rerun_is_a_no_op(url: String) {
         let namespace = common::fresh_namespace();
@@ -419,6 +504,21 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_node_gets_its_previous_worker_id_back() {
                 suite::a_node_gets_its_previous_worker_id_back(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn the_largest_id_is_never_passed() {
+                suite::the_largest_id_is_never_passed(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn tags_are_case_sensitive() {
+                suite::tags_are_case_sensitive(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn concurrent_opens_of_one_namespace_agree() {
+                suite::concurrent_opens_of_one_namespace_agree($url).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -120,7 +120,7 @@ impl SegmentStore for MemoryStore {
         let start = row.max_id;
         let end = start
             .checked_add(step)
-            .filter(|end| *end <= MAX_SEGMENT_ID.saturating_add(1))
+            .filter(|end| *end <= MAX_SEGMENT_ID)
             .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")))?;
         row.max_id = end;
         row.updated_at_ms = now;

@@ -22,7 +22,8 @@ pub use self::memory::MemoryStore;
 use crate::error::Result;
 use crate::tag::Tag;
 
-/// The largest ID a segment may reach: IDs stay positive in a signed 64-bit column.
+/// The largest `max_id` a tag may reach: it is stored in a signed 64-bit column, so the last ID
+/// ever handed out is `MAX_SEGMENT_ID - 1`.
 pub const MAX_SEGMENT_ID: u64 = i64::MAX as u64;
 
 /// What a tag is created with.
@@ -77,12 +78,13 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
     ///
     /// `step` is the caller's adaptive step; it must be at least 1. Errors with
     /// [`Error::UnknownTag`](crate::Error::UnknownTag) when the tag does not exist, and with
-    /// [`Error::StoreInvalid`](crate::Error::StoreInvalid) when the range would pass
-    /// [`MAX_SEGMENT_ID`].
+    /// [`Error::StoreInvalid`](crate::Error::StoreInvalid) when `max_id` would pass
+    /// [`MAX_SEGMENT_ID`] (nothing changes then).
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>>;
 
     /// Returns the unused tail `unused` of the last range taken, if nobody allocated after it
-    /// (`max_id == unused.end`): `max_id` becomes `unused.start`. Returns whether it did.
+    /// (`max_id == unused.end`): `max_id` becomes `unused.start`. Returns whether it did;
+    /// [`Error::UnknownTag`](crate::Error::UnknownTag) when the tag does not exist.
     /// Called on graceful shutdown so a single node's restart leaves no gap.
     async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool>;
 
