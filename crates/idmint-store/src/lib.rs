@@ -17,8 +17,6 @@ mod location;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
-#[cfg(feature = "redis")]
-mod redis_store;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -108,11 +106,6 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
         #[cfg(feature = "mysql")]
         Backend::Mysql => Ok(Store::new(
             mysql::MysqlStore::open(&location, options).await?,
-            &location,
-        )),
-        #[cfg(feature = "redis")]
-        Backend::Redis => Ok(Store::new(
-            redis_store::RedisStore::open(&location, options).await?,
             &location,
         )),
         #[allow(unreachable_patterns)]
