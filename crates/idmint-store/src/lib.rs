@@ -17,6 +17,8 @@ mod location;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "redis")]
+mod redis_store;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;
@@ -106,6 +108,11 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
         #[cfg(feature = "mysql")]
         Backend::Mysql => Ok(Store::new(
             mysql::MysqlStore::open(&location, options).await?,
+            &location,
+        )),
+        #[cfg(feature = "redis")]
+        Backend::Redis => Ok(Store::new(
+            redis_store::RedisStore::open(&location, options).await?,
             &location,
         )),
         #[allow(unreachable_patterns)]

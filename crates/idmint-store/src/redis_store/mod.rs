@@ -1,0 +1,639 @@
+//! Redis: segments and worker leases in a few hashes and sorted sets, every multi-step
+//! operation one Lua script (atomic on the server), the store's clock read with `TIME`.
+//!
+//! Durability: the server must report `appendonly yes` and `appendfsync always`, checked at
+//! open (Redis fsyncs the AOF before it answers, so an acknowledged range or lease survives a
+//! crash). Connection: one multiplexed connection that reconnects by itself
+//! ([`ConnectionManager`]); every call is bounded by the call timeout.
+//!
+//! Keys, all under the prefix `{ns}:` (the braces make the namespace a Redis Cluster hash tag:
+//! every key of one namespace maps to one slot, as a script touching several keys would need on
+//! a cluster; this store itself connects to one server):
+//! - `{ns}:schema`: the key layout version (string);
+//! - `{ns}:tags`: the set of tag names; `{ns}:seg:<tag>`: hash `max_id`, `step`,
+//!   `description`, `updated_at_ms`;
+//! - `{ns}:w:<id>`: hash `node`, `token`, `hwm`, `expires` per worker ID ever leased;
+//! - `{ns}:workers`: sorted set of those worker IDs (score = ID), to find the smallest
+//!   never-used one by binary search;
+//! - `{ns}:expiry`: sorted set of worker IDs by expiry (score = `expires`), for the one that
+//!   expired longest ago;
+//! - `{ns}:node:<name>`: sorted set of the worker IDs whose last holder is that node, by expiry,
+//!   for a node's previous worker ID.
+//!
+//! Sorted-set members are worker IDs zero-padded to 16 digits, so equal scores sort by ID.
+
+mod scripts;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use idmint_core::clock::duration_ms;
+use idmint_core::store::{
+    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
+    TagUpdate, WorkerLeases,
+};
+use idmint_core::Tag;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{ErrorKind, RedisError, ScriptInvocation, ServerErrorKind};
+
+use self::scripts::Scripts;
+use crate::bounded::{bounded, to_i64};
+use crate::location::Location;
+use crate::{Error, Result, StoreOptions};
+
+/// The key layout version this binary writes to `{ns}:schema`.
+const SCHEMA_VERSION: u64 = 1;
+
+/// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
+/// scores inside Redis, both doubles, exact up to 2^53.
+const MAX_WORKER_COUNT: u64 = 1 << 53;
+
+/// The longest lease (about 142,000 years): `now + ttl` stays an exact double.
+const MAX_TTL_MS: u64 = 1 << 52;
+
+/// How many leases one `list_leases` script reads: a page, so a listing of millions of worker
+/// IDs never blocks Redis for long.
+const LEASE_PAGE: usize = 1_000;
+
+/// How often the connection manager retries one connection attempt before a call fails (and
+/// the next call starts a new attempt).
+const CONNECT_RETRIES: usize = 2;
+
+/// The key names of one namespace.
+#[derive(Debug)]
+struct Keys {
+    /// `{ns}:`, the start of every key.
+    prefix: String,
+    /// `{ns}:schema`
+    schema: String,
+    /// `{ns}:tags`
+    tags: String,
+    /// `{ns}:seg:`, followed by a tag name.
+    segment: String,
+    /// `{ns}:workers`
+    workers: String,
+    /// `{ns}:expiry`
+    expiry: String,
+}
+
+impl Keys {
+    /// The keys of namespace `ns` (validated `[a-z0-9_]{1,32}`).
+    fn new(ns: &str) -> Self {
+        let prefix = format!("{{{ns}}}:");
+        Self {
+            schema: format!("{prefix}schema"),
+            tags: format!("{prefix}tags"),
+            segment: format!("{prefix}seg:"),
+            workers: format!("{prefix}workers"),
+            expiry: format!("{prefix}expiry"),
+            prefix,
+        }
+    }
+
+    /// `{ns}:seg:<tag>`
+    fn segment(&self, tag: &Tag) -> String {
+        format!("{}{}", self.segment, tag.as_str())
+    }
+
+    /// `{ns}:w:<id>`
+    fn worker(&self, id: u64) -> String {
+        format!("{}w:{id}", self.prefix)
+    }
+}
+
+/// A worker ID as a sorted-set member (as the scripts write it: `%016d`).
+fn member(id: u64) -> String {
+    format!("{id:016}")
+}
+
+/// [`SegmentStore`] and [`WorkerLeases`] on one Redis server.
+pub(crate) struct RedisStore {
+    /// The connection, shared by every call (cloning it is cheap).
+    conn: ConnectionManager,
+    /// The key names.
+    keys: Keys,
+    /// The scripts.
+    scripts: Scripts,
+    /// Bound of every call.
+    timeout: Duration,
+    /// The URL with its password hidden.
+    display: String,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.display)
+            .field("prefix", &self.keys.prefix)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects, checks durability, loads the scripts and records the key layout version.
+    pub(crate) async fn open(location: &Location, options: &StoreOptions) -> Result<Self> {
+        let display = location.display.clone();
+        let timeout = options.call_timeout;
+        let client =
+            redis::Client::open(location.url.as_str()).map_err(|e| Error::InvalidArgument {
+                name: "store",
+                reason: format!("`{display}` is not a usable Redis URL: {e}"),
+            })?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(timeout))
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(CONNECT_RETRIES)
+            .set_max_delay(Duration::from_secs(1));
+        let what = format!("connecting to {display}");
+        let connect = async {
+            ConnectionManager::new_with_config(client, config)
+                .await
+                .map_err(|e| match classify(&e) {
+                    Class::Unavailable => {
+                        Error::StoreUnavailable(format!("cannot reach {display}: {e}"))
+                    }
+                    Class::Invalid => Error::StoreInvalid(format!("{display} refused us: {e}")),
+                })
+        };
+        let conn = bounded(timeout, &what, connect).await?;
+        let store = Self {
+            conn,
+            keys: Keys::new(&options.namespace),
+            scripts: Scripts::new(),
+            timeout,
+            display,
+        };
+        store.check_durability(options.allow_non_durable).await?;
+        store.load_scripts().await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    /// Refuses a server without `appendonly yes` and `appendfsync always` (or one that hides its
+    /// configuration), unless allowed.
+    async fn check_durability(&self, allow: bool) -> Result<()> {
+        let what = "checking durability";
+        let call = async {
+            let mut conn = self.conn.clone();
+            let mut found = Vec::new();
+            for name in ["appendonly", "appendfsync"] {
+                let reply: std::result::Result<HashMap<String, String>, RedisError> =
+                    redis::cmd("CONFIG")
+                        .arg("GET")
+                        .arg(name)
+                        .query_async(&mut conn)
+                        .await;
+                match reply {
+                    Ok(values) => found.push(values.get(name).cloned()),
+                    Err(e) if classify(&e) == Class::Unavailable => {
+                        return Err(redis_error(what, e))
+                    }
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
+            Ok(Ok(found))
+        };
+        let needed = "idmint needs `appendonly yes` and `appendfsync always` so a crash cannot \
+                      reissue IDs: set both in redis.conf (or at run time: CONFIG SET appendonly \
+                      yes, CONFIG SET appendfsync always, CONFIG REWRITE)";
+        let problem = match bounded(self.timeout, what, call).await? {
+            Ok(found) => {
+                let shown = |value: &Option<String>| value.clone().unwrap_or_else(|| "?".into());
+                let (appendonly, appendfsync) = match found.as_slice() {
+                    [a, f] => (shown(a), shown(f)),
+                    _ => ("?".into(), "?".into()),
+                };
+                if appendonly == "yes" && appendfsync == "always" {
+                    return Ok(());
+                }
+                format!(
+                    "{} runs with appendonly {appendonly}, appendfsync {appendfsync}; {needed}",
+                    self.display
+                )
+            }
+            Err(e) => format!(
+                "{} does not let idmint read its configuration (CONFIG GET: {e}), so its \
+                 durability cannot be checked; allow CONFIG GET to idmint's user (ACL \
+                 `+config|get`; not renamed away). {needed}",
+                self.display
+            ),
+        };
+        if allow {
+            tracing::warn!("{problem} (accepted: durability checks are switched off)");
+            return Ok(());
+        }
+        Err(Error::StoreInvalid(problem))
+    }
+
+    /// Loads every script into the server's cache: fails early if scripting is disabled or a
+    /// script does not compile. (Calls load them again after a server restart.)
+    async fn load_scripts(&self) -> Result<()> {
+        let what = "loading the scripts";
+        let call = async {
+            let mut conn = self.conn.clone();
+            for script in self.scripts.all() {
+                script
+                    .load_async(&mut conn)
+                    .await
+                    .map_err(|e| redis_error(what, e))?;
+            }
+            Ok(())
+        };
+        bounded(self.timeout, what, call).await
+    }
+
+    /// Records this binary's key layout version; refuses a namespace written by a newer one.
+    async fn migrate(&self) -> Result<()> {
+        let mut invocation = self.scripts.schema.key(&self.keys.schema);
+        invocation.arg(SCHEMA_VERSION);
+        let reply = self.run("migrating the key layout", &invocation).await?;
+        let found = match reply.as_slice() {
+            [found] => found,
+            _ => return Err(unexpected("migrating the key layout", &reply)),
+        };
+        let found = number("the key layout version", found)?;
+        if found > SCHEMA_VERSION {
+            return Err(Error::StoreInvalid(format!(
+                "the key layout in {} is version {found}, newer than this idmint knows \
+                 ({SCHEMA_VERSION}); upgrade idmint before pointing it at this store",
+                self.display
+            )));
+        }
+        Ok(())
+    }
+
+    /// Runs a script, bounded by the call timeout; its reply is an array of strings.
+    async fn run(&self, what: &str, invocation: &ScriptInvocation<'_>) -> Result<Vec<String>> {
+        let call = async {
+            let mut conn = self.conn.clone();
+            invocation
+                .invoke_async::<Vec<String>>(&mut conn)
+                .await
+                .map_err(|e| redis_error(what, e))
+        };
+        bounded(self.timeout, what, call).await
+    }
+}
+
+/// Whether a Redis error means "try again" or "this will not work".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// The server could not be reached, is starting, busy, failing over or out of room.
+    Unavailable,
+    /// The server refused the request or us (permissions, authentication, data).
+    Invalid,
+}
+
+/// Sorts a Redis error into unavailable or invalid.
+fn classify(error: &RedisError) -> Class {
+    if error.is_io_error()
+        || error.is_timeout()
+        || error.is_connection_dropped()
+        || error.is_connection_refusal()
+    {
+        return Class::Unavailable;
+    }
+    match error.kind() {
+        ErrorKind::Io
+        | ErrorKind::Parse
+        | ErrorKind::Server(
+            ServerErrorKind::BusyLoading
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ReadOnly,
+        ) => Class::Unavailable,
+        // Codes the client does not know: a script running too long (BUSY), out of memory,
+        // failed AOF or RDB writes (MISCONF), too few replicas for a write.
+        ErrorKind::Extension
+            if matches!(
+                error.code(),
+                Some("BUSY" | "OOM" | "MISCONF" | "NOREPLICAS" | "LOADING")
+            ) =>
+        {
+            Class::Unavailable
+        }
+        _ => Class::Invalid,
+    }
+}
+
+/// Maps a Redis error of a call to the core's errors.
+fn redis_error(what: &str, error: RedisError) -> Error {
+    match classify(&error) {
+        Class::Unavailable => Error::StoreUnavailable(format!("{what}: {error}")),
+        Class::Invalid => Error::StoreInvalid(format!("{what}: {error}")),
+    }
+}
+
+/// A script reply this code does not expect.
+fn unexpected(what: &str, reply: &[String]) -> Error {
+    Error::StoreInvalid(format!("{what}: unexpected reply from Redis: {reply:?}"))
+}
+
+/// A stored decimal as `u64`.
+fn number(what: &str, text: &str) -> Result<u64> {
+    text.parse()
+        .map_err(|_| Error::StoreInvalid(format!("{what} `{text}` in Redis is not a number")))
+}
+
+/// A tag hash's fields (`max_id`, `step`, `description`, `updated_at_ms`) as [`TagInfo`].
+fn tag_info(tag: Tag, fields: &[String]) -> Result<TagInfo> {
+    let [max_id, step, description, updated_at_ms] = fields else {
+        return Err(unexpected("reading a tag", fields));
+    };
+    Ok(TagInfo {
+        max_id: number("max_id", max_id)?,
+        step: number("step", step)?,
+        description: description.clone(),
+        updated_at_ms: number("updated_at_ms", updated_at_ms)?,
+        tag,
+    })
+}
+
+/// Refuses a step of 0.
+fn check_step(step: u64) -> Result<()> {
+    if step == 0 {
+        return Err(Error::InvalidArgument {
+            name: "step",
+            reason: "must be at least 1".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A TTL in ms, capped at [`MAX_TTL_MS`].
+fn ttl_ms(ttl: Duration) -> u64 {
+    duration_ms(ttl).min(MAX_TTL_MS)
+}
+
+/// A value that must fit a signed 64-bit integer (Redis's integers), as a decimal string.
+fn decimal(what: &str, value: u64) -> Result<String> {
+    to_i64(what, value).map(|v| v.to_string())
+}
+
+#[async_trait]
+impl SegmentStore for RedisStore {
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        check_step(step)?;
+        let what = "allocating a segment";
+        let mut invocation = self.scripts.allocate.key(self.keys.segment(tag));
+        invocation.arg(decimal("step", step)?);
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status, end] if status == "ok" => {
+                let end = number("max_id", end)?;
+                let start = end
+                    .checked_sub(step)
+                    .ok_or_else(|| unexpected(what, &reply))?;
+                Ok(start..end)
+            }
+            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            [status, _] if status == "full" => Err(Error::StoreInvalid(format!(
+                "tag `{tag}` would pass the largest ID"
+            ))),
+            [status, message] if status == "corrupt" => Err(Error::StoreInvalid(format!(
+                "{what}: tag `{tag}` holds a bad {message}"
+            ))),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
+        if unused.start >= unused.end {
+            return Ok(false);
+        }
+        let what = "giving back a segment tail";
+        let mut invocation = self.scripts.give_back.key(self.keys.segment(tag));
+        invocation
+            .arg(decimal("start", unused.start)?)
+            .arg(decimal("end", unused.end)?);
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status] if status == "ok" => Ok(true),
+            [status] if status == "no" => Ok(false),
+            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
+        check_step(settings.step)?;
+        let what = "creating a tag";
+        let mut invocation = self.scripts.create_tag.key(self.keys.segment(tag));
+        invocation
+            .key(&self.keys.tags)
+            .arg(tag.as_str())
+            .arg(decimal("first_id", settings.first_id.max(1))?)
+            .arg(decimal("step", settings.step)?)
+            .arg(settings.description.as_str());
+        let reply = self.run(what, &invocation).await?;
+        match reply.split_first() {
+            Some((status, fields)) if status == "ok" => tag_info(tag.clone(), fields),
+            Some((status, [])) if status == "exists" => Err(Error::TagExists(tag.to_string())),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
+        if let Some(step) = update.step {
+            check_step(step)?;
+        }
+        let what = "updating a tag";
+        let step = match update.step {
+            Some(step) => decimal("step", step)?,
+            None => String::new(),
+        };
+        let mut invocation = self.scripts.update_tag.key(self.keys.segment(tag));
+        invocation
+            .arg(step)
+            .arg(if update.description.is_some() {
+                "1"
+            } else {
+                "0"
+            })
+            .arg(update.description.as_deref().unwrap_or(""));
+        let reply = self.run(what, &invocation).await?;
+        match reply.split_first() {
+            Some((status, fields)) if status == "ok" => tag_info(tag.clone(), fields),
+            Some((status, [])) if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
+        let what = "reading a tag";
+        let call = async {
+            let mut conn = self.conn.clone();
+            let fields: Vec<Option<String>> = redis::cmd("HMGET")
+                .arg(self.keys.segment(tag))
+                .arg(&["max_id", "step", "description", "updated_at_ms"])
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| redis_error(what, e))?;
+            Ok(fields)
+        };
+        let fields = bounded(self.timeout, what, call).await?;
+        if fields.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let fields: Option<Vec<String>> = fields.into_iter().collect();
+        let fields = fields.ok_or_else(|| {
+            Error::StoreInvalid(format!("{what}: tag `{tag}` lacks a field in Redis"))
+        })?;
+        tag_info(tag.clone(), &fields).map(Some)
+    }
+
+    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
+        let what = "listing tags";
+        let mut invocation = self.scripts.list_tags.key(&self.keys.tags);
+        invocation.arg(&self.keys.segment);
+        let reply = self.run(what, &invocation).await?;
+        let rows = reply.chunks_exact(5);
+        if !rows.remainder().is_empty() {
+            return Err(unexpected(what, &reply));
+        }
+        let mut tags = rows
+            .map(|row| {
+                let tag = Tag::new(&row[0]).map_err(|_| {
+                    Error::StoreInvalid(format!("bad tag name `{}` in Redis", row[0]))
+                })?;
+                tag_info(tag, &row[1..])
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tags.sort_by(|a, b| a.tag.as_str().cmp(b.tag.as_str()));
+        Ok(tags)
+    }
+}
+
+#[async_trait]
+impl WorkerLeases for RedisStore {
+    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
+        let what = "acquiring a worker ID";
+        let count = request.worker_count;
+        if count > MAX_WORKER_COUNT {
+            return Err(Error::InvalidArgument {
+                name: "worker_count",
+                reason: format!("{count} worker IDs; the Redis store serves at most 2^53"),
+            });
+        }
+        let static_id = match request.worker_id {
+            Some(id) if id >= count => {
+                return Err(Error::InvalidArgument {
+                    name: "worker_id",
+                    reason: format!("{id} is outside 0..{count}"),
+                })
+            }
+            Some(id) => id.to_string(),
+            None => String::new(),
+        };
+        let mut invocation = self.scripts.acquire.key(&self.keys.workers);
+        invocation
+            .key(&self.keys.expiry)
+            .arg(&self.keys.prefix)
+            .arg(request.node_name.as_str())
+            .arg(count)
+            .arg(static_id)
+            .arg(ttl_ms(request.ttl));
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status, id, token, hwm, expires] if status == "ok" => Ok(Lease {
+                worker_id: number("worker ID", id)?,
+                token: FencingToken(number("token", token)?),
+                hwm_ms: number("hwm", hwm)?,
+                expires_at_ms: number("expires", expires)?,
+            }),
+            [status, holder] if status == "held" => Err(Error::WorkerHeld {
+                worker_id: request.worker_id.unwrap_or_default(),
+                holder: holder.clone(),
+            }),
+            [status] if status == "none" => Err(Error::NoWorkerFree {
+                worker_count: count,
+            }),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
+        let what = "renewing a worker lease";
+        let mut invocation = self.scripts.renew.key(self.keys.worker(lease.worker_id));
+        invocation
+            .key(&self.keys.expiry)
+            .arg(&self.keys.prefix)
+            .arg(lease.token.0)
+            .arg(decimal("hwm_ms", hwm_ms)?)
+            .arg(ttl_ms(ttl))
+            .arg(member(lease.worker_id));
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status, hwm, expires] if status == "ok" => Ok(Renewal {
+                hwm_ms: number("hwm", hwm)?,
+                expires_at_ms: number("expires", expires)?,
+            }),
+            [status] if status == "lost" => Err(Error::LeaseLost {
+                worker_id: lease.worker_id,
+            }),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
+        let what = "releasing a worker lease";
+        let mut invocation = self.scripts.release.key(self.keys.worker(lease.worker_id));
+        invocation
+            .key(&self.keys.expiry)
+            .arg(&self.keys.prefix)
+            .arg(lease.token.0)
+            .arg(decimal("hwm_ms", final_hwm_ms)?)
+            .arg(member(lease.worker_id));
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status] if status == "ok" => Ok(()),
+            [status] if status == "lost" => Err(Error::LeaseLost {
+                worker_id: lease.worker_id,
+            }),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
+    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
+        let what = "listing worker leases";
+        let mut leases: Vec<LeaseInfo> = Vec::new();
+        loop {
+            let from = match leases.last() {
+                Some(last) => format!("({}", last.worker_id),
+                None => "-inf".to_owned(),
+            };
+            let mut invocation = self.scripts.list_leases.key(&self.keys.workers);
+            invocation.arg(&self.keys.prefix).arg(from).arg(LEASE_PAGE);
+            let reply = self.run(what, &invocation).await?;
+            let Some((now, rows)) = reply.split_first() else {
+                return Err(unexpected(what, &reply));
+            };
+            let now = number("the store's clock", now)?;
+            let rows = rows.chunks_exact(4);
+            if !rows.remainder().is_empty() {
+                return Err(unexpected(what, &reply));
+            }
+            let page = rows.len();
+            for row in rows {
+                let expires_at_ms = number("expires", &row[2])?;
+                leases.push(LeaseInfo {
+                    worker_id: number("worker ID", &row[0])?,
+                    node_name: row[1].clone(),
+                    expires_at_ms,
+                    hwm_ms: number("hwm", &row[3])?,
+                    live: expires_at_ms > now,
+                });
+            }
+            if page < LEASE_PAGE {
+                return Ok(leases);
+            }
+        }
+    }
+}
