@@ -19,6 +19,8 @@ mod mysql;
 mod postgres;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod rows;
 mod schema;
 #[cfg(feature = "sqlite")]
 mod sqlite;

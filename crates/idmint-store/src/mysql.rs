@@ -42,8 +42,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
 use idmint_core::store::{
-    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
+    WorkerLeases, MAX_SEGMENT_ID,
 };
 use idmint_core::Tag;
 use sqlx::mysql::{
@@ -54,6 +54,7 @@ use sqlx::{AssertSqlSafe, Connection, Row, Transaction};
 
 use crate::bounded::{bounded, sql_error, to_i64, to_u64};
 use crate::location::Location;
+use crate::rows;
 use crate::schema;
 use crate::{Error, Result, StoreOptions};
 
@@ -253,14 +254,6 @@ fn durability_problem(
          needs innodb_flush_log_at_trx_commit=1 (and sync_binlog=1 when the binary log is on) \
          so a crash cannot reissue IDs"
     ))
-}
-
-/// The error for a step of 0.
-fn zero_step() -> Error {
-    Error::InvalidArgument {
-        name: "step",
-        reason: "must be at least 1".into(),
-    }
 }
 
 /// [`SegmentStore`] and [`WorkerLeases`] on one MySQL or MariaDB database.
@@ -467,15 +460,7 @@ impl MysqlStore {
         let ttl = to_i64("ttl", duration_ms(request.ttl))?;
         let static_id = request
             .worker_id
-            .map(|id| {
-                to_i64("worker_id", id)
-                    .ok()
-                    .filter(|id| *id < count)
-                    .ok_or_else(|| Error::InvalidArgument {
-                        name: "worker_id",
-                        reason: format!("{id} is outside 0..{count}"),
-                    })
-            })
+            .map(|id| rows::static_worker_id(id, count))
             .transpose()?;
         let mut tx = self.begin(what).await?;
         let locked: Option<i64> = sqlx::query_scalar(q(&self.sql.lock))
@@ -499,14 +484,10 @@ impl MysqlStore {
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(err)?;
-                if let Some((node, expires)) = holder {
-                    if expires > now && node != request.node_name.as_bytes() {
-                        return Err(Error::WorkerHeld {
-                            worker_id: to_u64("worker_id", id)?,
-                            holder: String::from_utf8_lossy(&node).into_owned(),
-                        });
-                    }
-                }
+                let holder = holder
+                    .as_ref()
+                    .map(|(node, expires)| (node.as_slice(), *expires));
+                rows::refuse_if_held(id, holder, &request.node_name, now)?;
                 id
             }
             None => {
@@ -538,12 +519,7 @@ impl MysqlStore {
             .await
             .map_err(err)?;
         tx.commit().await.map_err(err)?;
-        Ok(Lease {
-            worker_id: to_u64("worker_id", worker_id)?,
-            token: FencingToken(to_u64("token", token)?),
-            hwm_ms: to_u64("hwm_ms", hwm)?,
-            expires_at_ms: to_u64("expires_at_ms", expires)?,
-        })
+        rows::lease(worker_id, token, hwm, expires)
     }
 
     /// Runs a lease write conditioned on the token, then reads the row back in the same
@@ -611,23 +587,19 @@ fn choose_worker(rows: &[(i64, Vec<u8>, i64)], node: &[u8], now: i64, count: i64
 /// A tag row as [`TagInfo`].
 fn tag_info(row: &MySqlRow) -> Result<TagInfo> {
     let err = |e| my_error("reading a tag", e);
-    let name: String = row.try_get(0).map_err(err)?;
-    Ok(TagInfo {
-        tag: Tag::new(&name)
-            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
-        max_id: to_u64("max_id", row.try_get(1).map_err(err)?)?,
-        step: to_u64("step", row.try_get(2).map_err(err)?)?,
-        description: row.try_get(3).map_err(err)?,
-        updated_at_ms: to_u64("updated_at_ms", row.try_get(4).map_err(err)?)?,
-    })
+    rows::tag_info(
+        row.try_get(0).map_err(err)?,
+        row.try_get(1).map_err(err)?,
+        row.try_get(2).map_err(err)?,
+        row.try_get(3).map_err(err)?,
+        row.try_get(4).map_err(err)?,
+    )
 }
 
 #[async_trait]
 impl SegmentStore for MysqlStore {
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-        if step == 0 {
-            return Err(zero_step());
-        }
+        rows::check_step(step)?;
         bounded(
             self.timeout,
             "allocating a segment",
@@ -668,9 +640,7 @@ impl SegmentStore for MysqlStore {
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-        if settings.step == 0 {
-            return Err(zero_step());
-        }
+        rows::check_step(settings.step)?;
         let call = async {
             let what = "creating a tag";
             let err = |e| my_error(what, e);
@@ -701,9 +671,7 @@ impl SegmentStore for MysqlStore {
     }
 
     async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-        if update.step == Some(0) {
-            return Err(zero_step());
-        }
+        rows::check_step(update.step.unwrap_or(1))?;
         let call = async {
             let what = "updating a tag";
             let err = |e| my_error(what, e);
@@ -790,13 +758,13 @@ impl WorkerLeases for MysqlStore {
                     .map_err(|e| my_error("listing worker leases", e))?;
             rows.into_iter()
                 .map(|(id, node_name, expires, hwm, live)| {
-                    Ok(LeaseInfo {
-                        worker_id: to_u64("worker_id", id)?,
-                        node_name: String::from_utf8_lossy(&node_name).into_owned(),
-                        expires_at_ms: to_u64("expires_at_ms", expires)?,
-                        hwm_ms: to_u64("hwm_ms", hwm)?,
+                    rows::lease_info(
+                        id,
+                        String::from_utf8_lossy(&node_name).into_owned(),
+                        expires,
+                        hwm,
                         live,
-                    })
+                    )
                 })
                 .collect()
         };

@@ -23,8 +23,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
 use idmint_core::store::{
-    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
+    WorkerLeases, MAX_SEGMENT_ID,
 };
 use idmint_core::Tag;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
@@ -32,6 +32,7 @@ use sqlx::{AssertSqlSafe, Postgres, Row, Transaction};
 
 use crate::bounded::{bounded, sql_error, to_i64, to_u64};
 use crate::location::Location;
+use crate::rows;
 use crate::schema;
 use crate::{Error, Result, StoreOptions};
 
@@ -224,14 +225,6 @@ fn durability_problem(synchronous_commit: &str, fsync: &str) -> Option<String> {
     ))
 }
 
-/// The error for a step of 0.
-fn zero_step() -> Error {
-    Error::InvalidArgument {
-        name: "step",
-        reason: "must be at least 1".into(),
-    }
-}
-
 /// [`SegmentStore`] and [`WorkerLeases`] on one PostgreSQL database.
 #[derive(Debug)]
 pub(crate) struct PostgresStore {
@@ -417,26 +410,16 @@ impl PostgresStore {
             .map_err(err)?;
         let worker_id = match request.worker_id {
             Some(id) => {
-                let id = to_i64("worker_id", id)
-                    .ok()
-                    .filter(|id| *id < count)
-                    .ok_or_else(|| Error::InvalidArgument {
-                        name: "worker_id",
-                        reason: format!("{id} is outside 0..{count}"),
-                    })?;
+                let id = rows::static_worker_id(id, count)?;
                 let holder: Option<(String, i64)> = sqlx::query_as(q(&self.sql.lease_row))
                     .bind(id)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(err)?;
-                if let Some((node, expires)) = holder {
-                    if expires > now && node != request.node_name {
-                        return Err(Error::WorkerHeld {
-                            worker_id: to_u64("worker_id", id)?,
-                            holder: node,
-                        });
-                    }
-                }
+                let holder = holder
+                    .as_ref()
+                    .map(|(node, expires)| (node.as_bytes(), *expires));
+                rows::refuse_if_held(id, holder, &request.node_name, now)?;
                 id
             }
             None => {
@@ -453,12 +436,7 @@ impl PostgresStore {
             .await
             .map_err(err)?;
         tx.commit().await.map_err(err)?;
-        Ok(Lease {
-            worker_id: to_u64("worker_id", worker_id)?,
-            token: FencingToken(to_u64("token", token)?),
-            hwm_ms: to_u64("hwm_ms", hwm)?,
-            expires_at_ms: to_u64("expires_at_ms", expires)?,
-        })
+        rows::lease(worker_id, token, hwm, expires)
     }
 
     /// The node's previous worker ID if expired, else the smallest never-used one, else the
@@ -503,23 +481,19 @@ impl PostgresStore {
 /// A tag row as [`TagInfo`].
 fn tag_info(row: &PgRow) -> Result<TagInfo> {
     let err = |e| pg_error("reading a tag", e);
-    let name: String = row.try_get(0).map_err(err)?;
-    Ok(TagInfo {
-        tag: Tag::new(&name)
-            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
-        max_id: to_u64("max_id", row.try_get(1).map_err(err)?)?,
-        step: to_u64("step", row.try_get(2).map_err(err)?)?,
-        description: row.try_get(3).map_err(err)?,
-        updated_at_ms: to_u64("updated_at_ms", row.try_get(4).map_err(err)?)?,
-    })
+    rows::tag_info(
+        row.try_get(0).map_err(err)?,
+        row.try_get(1).map_err(err)?,
+        row.try_get(2).map_err(err)?,
+        row.try_get(3).map_err(err)?,
+        row.try_get(4).map_err(err)?,
+    )
 }
 
 #[async_trait]
 impl SegmentStore for PostgresStore {
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-        if step == 0 {
-            return Err(zero_step());
-        }
+        rows::check_step(step)?;
         bounded(
             self.timeout,
             "allocating a segment",
@@ -559,9 +533,7 @@ impl SegmentStore for PostgresStore {
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-        if settings.step == 0 {
-            return Err(zero_step());
-        }
+        rows::check_step(settings.step)?;
         let call = async {
             let row = sqlx::query(q(&self.sql.create_tag))
                 .bind(tag.as_str())
@@ -579,9 +551,7 @@ impl SegmentStore for PostgresStore {
     }
 
     async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-        if update.step == Some(0) {
-            return Err(zero_step());
-        }
+        rows::check_step(update.step.unwrap_or(1))?;
         let call = async {
             let step = update.step.map(|s| to_i64("step", s)).transpose()?;
             let row = sqlx::query(q(&self.sql.update_tag))
@@ -683,13 +653,7 @@ impl WorkerLeases for PostgresStore {
                 .map_err(|e| pg_error("listing worker leases", e))?;
             rows.into_iter()
                 .map(|(id, node_name, expires, hwm, live)| {
-                    Ok(LeaseInfo {
-                        worker_id: to_u64("worker_id", id)?,
-                        node_name,
-                        expires_at_ms: to_u64("expires_at_ms", expires)?,
-                        hwm_ms: to_u64("hwm_ms", hwm)?,
-                        live,
-                    })
+                    rows::lease_info(id, node_name, expires, hwm, live)
                 })
                 .collect()
         };

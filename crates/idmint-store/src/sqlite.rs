@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
 use idmint_core::store::{
-    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
+    WorkerLeases, MAX_SEGMENT_ID,
 };
 use idmint_core::Tag;
 use sqlx::sqlite::{
@@ -25,6 +25,7 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
 use crate::bounded::{bounded, sql_error, to_i64, to_u64};
 use crate::location::Location;
+use crate::rows;
 use crate::schema;
 use crate::{Error, Result, StoreOptions};
 
@@ -306,26 +307,16 @@ impl SqliteStore {
             .map_err(err)?;
         let worker_id = match request.worker_id {
             Some(id) => {
-                let id = to_i64("worker_id", id)
-                    .ok()
-                    .filter(|id| *id < count)
-                    .ok_or_else(|| Error::InvalidArgument {
-                        name: "worker_id",
-                        reason: format!("{id} is outside 0..{count}"),
-                    })?;
+                let id = rows::static_worker_id(id, count)?;
                 let holder: Option<(String, i64)> = sqlx::query_as(q(&self.sql.lease_row))
                     .bind(id)
                     .fetch_optional(&mut *tx)
                     .await
                     .map_err(err)?;
-                if let Some((node, expires)) = holder {
-                    if expires > now && node != request.node_name {
-                        return Err(Error::WorkerHeld {
-                            worker_id: to_u64("worker_id", id)?,
-                            holder: node,
-                        });
-                    }
-                }
+                let holder = holder
+                    .as_ref()
+                    .map(|(node, expires)| (node.as_bytes(), *expires));
+                rows::refuse_if_held(id, holder, &request.node_name, now)?;
                 id
             }
             None => {
@@ -342,12 +333,7 @@ impl SqliteStore {
             .await
             .map_err(err)?;
         tx.commit().await.map_err(err)?;
-        Ok(Lease {
-            worker_id: to_u64("worker_id", worker_id)?,
-            token: FencingToken(to_u64("token", token)?),
-            hwm_ms: to_u64("hwm_ms", hwm)?,
-            expires_at_ms: to_u64("expires_at_ms", expires)?,
-        })
+        rows::lease(worker_id, token, hwm, expires)
     }
 
     /// The node's previous worker ID if expired, else the smallest never-used one, else the
@@ -392,26 +378,19 @@ impl SqliteStore {
 /// A tag row as [`TagInfo`].
 fn tag_info(row: &SqliteRow) -> Result<TagInfo> {
     let err = |e| sql_error("reading a tag", e);
-    let name: String = row.try_get(0).map_err(err)?;
-    Ok(TagInfo {
-        tag: Tag::new(&name)
-            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
-        max_id: to_u64("max_id", row.try_get(1).map_err(err)?)?,
-        step: to_u64("step", row.try_get(2).map_err(err)?)?,
-        description: row.try_get(3).map_err(err)?,
-        updated_at_ms: to_u64("updated_at_ms", row.try_get(4).map_err(err)?)?,
-    })
+    rows::tag_info(
+        row.try_get(0).map_err(err)?,
+        row.try_get(1).map_err(err)?,
+        row.try_get(2).map_err(err)?,
+        row.try_get(3).map_err(err)?,
+        row.try_get(4).map_err(err)?,
+    )
 }
 
 #[async_trait]
 impl SegmentStore for SqliteStore {
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-        if step == 0 {
-            return Err(Error::InvalidArgument {
-                name: "step",
-                reason: "must be at least 1".into(),
-            });
-        }
+        rows::check_step(step)?;
         bounded(
             self.timeout,
             "allocating a segment",
@@ -453,12 +432,7 @@ impl SegmentStore for SqliteStore {
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-        if settings.step == 0 {
-            return Err(Error::InvalidArgument {
-                name: "step",
-                reason: "must be at least 1".into(),
-            });
-        }
+        rows::check_step(settings.step)?;
         let call = async {
             let err = |e| sql_error("creating a tag", e);
             let mut tx = self.write().await?;
@@ -479,12 +453,7 @@ impl SegmentStore for SqliteStore {
     }
 
     async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-        if update.step == Some(0) {
-            return Err(Error::InvalidArgument {
-                name: "step",
-                reason: "must be at least 1".into(),
-            });
-        }
+        rows::check_step(update.step.unwrap_or(1))?;
         let call = async {
             let err = |e| sql_error("updating a tag", e);
             let step = update.step.map(|s| to_i64("step", s)).transpose()?;
@@ -596,13 +565,7 @@ impl WorkerLeases for SqliteStore {
                 .map_err(err)?;
             rows.into_iter()
                 .map(|(id, node_name, expires, hwm, live)| {
-                    Ok(LeaseInfo {
-                        worker_id: to_u64("worker_id", id)?,
-                        node_name,
-                        expires_at_ms: to_u64("expires_at_ms", expires)?,
-                        hwm_ms: to_u64("hwm_ms", hwm)?,
-                        live,
-                    })
+                    rows::lease_info(id, node_name, expires, hwm, live)
                 })
                 .collect()
         };

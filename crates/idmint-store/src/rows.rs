@@ -1,0 +1,94 @@
+//! What the SQL backends share outside their SQL: argument checks and turning row values into
+//! the core's types, so every backend refuses and converts in exactly the same way.
+
+use idmint_core::store::{FencingToken, Lease, LeaseInfo, TagInfo};
+use idmint_core::Tag;
+
+use crate::bounded::{to_i64, to_u64};
+use crate::{Error, Result};
+
+/// Refuses a step of 0: a range must hold at least one ID.
+pub(crate) fn check_step(step: u64) -> Result<()> {
+    if step == 0 {
+        return Err(Error::InvalidArgument {
+            name: "step",
+            reason: "must be at least 1".into(),
+        });
+    }
+    Ok(())
+}
+
+/// A static worker ID (`--worker-id N`), checked to be one of the layout's `count`.
+pub(crate) fn static_worker_id(id: u64, count: i64) -> Result<i64> {
+    to_i64("worker_id", id)
+        .ok()
+        .filter(|id| *id < count)
+        .ok_or_else(|| Error::InvalidArgument {
+            name: "worker_id",
+            reason: format!("{id} is outside 0..{count}"),
+        })
+}
+
+/// Refuses a static worker ID whose lease (`holder`: node name, expiry) is live and held by
+/// another node. The same node may take it back: it restarted.
+pub(crate) fn refuse_if_held(
+    id: i64,
+    holder: Option<(&[u8], i64)>,
+    node: &str,
+    now: i64,
+) -> Result<()> {
+    match holder {
+        Some((holder, expires)) if expires > now && holder != node.as_bytes() => {
+            Err(Error::WorkerHeld {
+                worker_id: to_u64("worker_id", id)?,
+                holder: String::from_utf8_lossy(holder).into_owned(),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A lease from its row values.
+pub(crate) fn lease(worker_id: i64, token: i64, hwm: i64, expires: i64) -> Result<Lease> {
+    Ok(Lease {
+        worker_id: to_u64("worker_id", worker_id)?,
+        token: FencingToken(to_u64("token", token)?),
+        hwm_ms: to_u64("hwm_ms", hwm)?,
+        expires_at_ms: to_u64("expires_at_ms", expires)?,
+    })
+}
+
+/// A row of the lease table, for listing.
+pub(crate) fn lease_info(
+    id: i64,
+    node_name: String,
+    expires: i64,
+    hwm: i64,
+    live: bool,
+) -> Result<LeaseInfo> {
+    Ok(LeaseInfo {
+        worker_id: to_u64("worker_id", id)?,
+        node_name,
+        expires_at_ms: to_u64("expires_at_ms", expires)?,
+        hwm_ms: to_u64("hwm_ms", hwm)?,
+        live,
+    })
+}
+
+/// A tag row, checking that its name is still a valid tag.
+pub(crate) fn tag_info(
+    name: String,
+    max_id: i64,
+    step: i64,
+    description: String,
+    updated_at_ms: i64,
+) -> Result<TagInfo> {
+    Ok(TagInfo {
+        tag: Tag::new(&name)
+            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
+        max_id: to_u64("max_id", max_id)?,
+        step: to_u64("step", step)?,
+        description,
+        updated_at_ms: to_u64("updated_at_ms", updated_at_ms)?,
+    })
+}
