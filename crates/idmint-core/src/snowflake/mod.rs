@@ -328,7 +328,10 @@ impl SnowflakeGenerator {
         })
     }
 
-    fn blocked_error(&self, blocked: Blocked, waited: Duration) -> Error {
+    /// The typed error a caller reports after waiting `waited` for `blocked` to clear: an async
+    /// caller of [`try_reserve`](Self::try_reserve) that gave up ends exactly like
+    /// [`next_batch`](Self::next_batch).
+    pub fn blocked_error(&self, blocked: Blocked, waited: Duration) -> Error {
         match blocked {
             Blocked::Lead { ticks_over } => Error::ClockBehind {
                 behind_ms: ticks_over * self.unit_ms,

@@ -1,0 +1,282 @@
+//! The worker lease of this node, and the snowflake generator it fences.
+//!
+//! The invariant (DESIGN.md, "Uniqueness", 1): a node issues only ticks at or below the HWM the
+//! store confirmed for its lease token, and a new holder starts strictly above the stored HWM.
+//! So the keeper:
+//! - on acquire, confirms an HWM ahead of its start point *before* building the generator, which
+//!   starts above the previous holder's HWM and may never pass the confirmed one;
+//! - every `renew_every`, raises the stored HWM to `now + hwm_lead` (conditional on the token)
+//!   and only then raises the generator's gate;
+//! - when the store says the lease is lost, stops raising (the old generator halts at its gate,
+//!   so callers still holding it stay safe), acquires again (maybe another worker ID) and swaps
+//!   in a new generator fenced above that ID's HWM;
+//! - on release, writes the highest tick issued and frees the worker ID.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use idmint_core::snowflake::Fence;
+use idmint_core::store::{Lease, LeaseRequest, WorkerLeases};
+use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
+use tokio::sync::watch;
+
+/// How this node holds its worker ID.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseConfig {
+    /// This node's stable name: it gets its previous worker ID back after a restart.
+    pub node_name: String,
+    /// A static worker ID (`--worker-id N`), or `None` for `auto`.
+    pub worker_id: Option<u64>,
+    /// How long the lease lasts unless renewed: how soon another node may take the worker ID
+    /// of a node that died. Default 10 s.
+    pub ttl: Duration,
+    /// How often the lease is renewed and the HWM raised. Default 2 s.
+    pub renew_every: Duration,
+    /// How far ahead of the clock the HWM is raised: how long snowflakes keep flowing while
+    /// the store is down. Must exceed `renew_every`. Default 10 s.
+    pub hwm_lead: Duration,
+}
+
+impl Default for LeaseConfig {
+    fn default() -> Self {
+        Self {
+            node_name: "idmint".into(),
+            worker_id: None,
+            ttl: Duration::from_secs(10),
+            renew_every: Duration::from_secs(2),
+            hwm_lead: Duration::from_secs(10),
+        }
+    }
+}
+
+impl LeaseConfig {
+    /// Refuses settings that would stall the generator in normal running.
+    pub fn validate(&self) -> Result<()> {
+        let invalid = |reason: &str| Error::InvalidArgument {
+            name: "lease",
+            reason: reason.into(),
+        };
+        if self.renew_every.is_zero() || self.renew_every >= self.ttl {
+            return Err(invalid("renew_every must be above zero and below ttl"));
+        }
+        if self.hwm_lead <= self.renew_every {
+            return Err(invalid(
+                "hwm_lead must exceed renew_every, or IDs stall between renewals",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A held lease and the generator it fences.
+#[derive(Debug)]
+pub struct Holding {
+    /// The lease.
+    pub lease: Lease,
+    /// The generator for its worker ID.
+    pub generator: Arc<SnowflakeGenerator>,
+}
+
+/// What the keeper needs to take a lease and build a generator: fixed for its lifetime.
+#[derive(Debug)]
+struct Settings {
+    store: Arc<dyn WorkerLeases>,
+    layout: Layout,
+    datacenter: u64,
+    clock: Arc<dyn Clock>,
+    config: LeaseConfig,
+    snowflake: SnowflakeConfig,
+}
+
+impl Settings {
+    /// Takes a lease and builds its generator: the HWM is confirmed ahead of the start point
+    /// first, and the generator starts above the previous holder's HWM.
+    async fn acquire(&self) -> Result<Holding> {
+        let request = LeaseRequest {
+            node_name: self.config.node_name.clone(),
+            worker_count: self.layout.worker_count(),
+            worker_id: self.config.worker_id,
+            ttl: self.config.ttl,
+        };
+        let lease = self.store.acquire(&request).await?;
+        let unit_ms = self.layout.unit().millis();
+        let start_ms = self
+            .clock
+            .now_ms()
+            .max(lease.hwm_ms.saturating_add(unit_ms));
+        let target = start_ms.saturating_add(duration_ms(self.config.hwm_lead));
+        let renewal = self.store.renew(&lease, target, self.config.ttl).await?;
+        let fence = Fence {
+            after_tick: (lease.hwm_ms > 0)
+                .then(|| self.layout.tick_at(lease.hwm_ms))
+                .flatten(),
+            granted_tick: self.layout.tick_at(renewal.hwm_ms).unwrap_or(0),
+        };
+        let generator = SnowflakeGenerator::new(
+            self.layout.clone(),
+            self.datacenter,
+            lease.worker_id,
+            Arc::clone(&self.clock),
+            &self.snowflake,
+            fence,
+        )?;
+        tracing::info!(
+            worker_id = lease.worker_id,
+            previous_hwm_ms = lease.hwm_ms,
+            granted_hwm_ms = renewal.hwm_ms,
+            "worker lease acquired"
+        );
+        Ok(Holding {
+            lease,
+            generator: Arc::new(generator),
+        })
+    }
+}
+
+/// Keeps this node's worker lease and its generator.
+#[derive(Debug)]
+pub struct LeaseKeeper {
+    settings: Settings,
+    current: ArcSwap<Holding>,
+    held: AtomicBool,
+    stop: watch::Sender<bool>,
+}
+
+impl LeaseKeeper {
+    /// Acquires a worker ID, confirms a first HWM and builds the generator. Fails when the
+    /// store refuses (no worker free, static ID held by another node, store down).
+    pub async fn start(
+        store: Arc<dyn WorkerLeases>,
+        layout: Layout,
+        datacenter: u64,
+        clock: Arc<dyn Clock>,
+        config: LeaseConfig,
+        snowflake: SnowflakeConfig,
+    ) -> Result<Arc<Self>> {
+        config.validate()?;
+        let settings = Settings {
+            store,
+            layout,
+            datacenter,
+            clock,
+            config,
+            snowflake,
+        };
+        let holding = settings.acquire().await?;
+        Ok(Arc::new(Self {
+            settings,
+            current: ArcSwap::from_pointee(holding),
+            held: AtomicBool::new(true),
+            stop: watch::Sender::new(false),
+        }))
+    }
+
+    /// The generator of the current lease. Callers take it per request: after a lease loss a
+    /// new one replaces it.
+    pub fn generator(&self) -> Arc<SnowflakeGenerator> {
+        Arc::clone(&self.current.load().generator)
+    }
+
+    /// The current lease.
+    pub fn lease(&self) -> Lease {
+        self.current.load().lease.clone()
+    }
+
+    /// True while the store confirms our lease (false after a loss, until re-acquired, and
+    /// after release).
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    /// The renewal loop: runs until [`release`](Self::release). Spawn it once.
+    pub async fn run(self: Arc<Self>) {
+        let mut stop = self.stop.subscribe();
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(self.settings.config.renew_every) => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+            if *stop.borrow() {
+                return;
+            }
+            match self.renew().await {
+                Ok(()) => self.held.store(true, Ordering::SeqCst),
+                Err(Error::LeaseLost { worker_id }) => {
+                    self.held.store(false, Ordering::SeqCst);
+                    tracing::warn!(worker_id, "worker lease lost: acquiring a worker ID again");
+                    self.reacquire(&mut stop).await;
+                }
+                Err(error) => {
+                    // The generator keeps issuing up to the HWM confirmed last time.
+                    tracing::warn!(%error, "renewing the worker lease failed; retrying");
+                }
+            }
+        }
+    }
+
+    /// Stops renewing and frees the worker ID, recording the highest tick issued. Idempotent.
+    pub async fn release(&self) -> Result<()> {
+        if self.stop.send_replace(true) {
+            return Ok(());
+        }
+        self.held.store(false, Ordering::SeqCst);
+        let holding = self.current.load_full();
+        let issued = holding.generator.issued_tick();
+        let final_hwm_ms = self.settings.layout.tick_start_ms(issued);
+        self.settings
+            .store
+            .release(&holding.lease, final_hwm_ms)
+            .await
+    }
+
+    /// Raises the stored HWM ahead of the clock (and of what was issued), then the generator's
+    /// gate to what the store confirmed.
+    async fn renew(&self) -> Result<()> {
+        let holding = self.current.load_full();
+        let issued_ms = self
+            .settings
+            .layout
+            .tick_start_ms(holding.generator.issued_tick());
+        let target = self
+            .settings
+            .clock
+            .now_ms()
+            .max(issued_ms)
+            .saturating_add(duration_ms(self.settings.config.hwm_lead));
+        let renewal = self
+            .settings
+            .store
+            .renew(&holding.lease, target, self.settings.config.ttl)
+            .await?;
+        if let Some(tick) = self.settings.layout.tick_at(renewal.hwm_ms) {
+            holding.generator.raise_granted_tick(tick);
+        }
+        Ok(())
+    }
+
+    /// Acquires again after a loss, with backoff, until it works or the keeper stops.
+    async fn reacquire(&self, stop: &mut watch::Receiver<bool>) {
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            match self.settings.acquire().await {
+                Ok(holding) => {
+                    self.current.store(Arc::new(holding));
+                    self.held.store(true, Ordering::SeqCst);
+                    return;
+                }
+                Err(error) => tracing::warn!(%error, "acquiring a worker ID failed; retrying"),
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = stop.wait_for(|stopped| *stopped) => return,
+            }
+            backoff = (backoff * 2).min(self.settings.config.renew_every);
+        }
+    }
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    idmint_core::clock::duration_ms(duration)
+}

@@ -1,0 +1,143 @@
+//! The ID service: what every front end (HTTP, Leaf's API, the Redis protocol, the CLI) calls.
+//!
+//! It owns the worker lease and its snowflake generator ([`LeaseKeeper`]) and the per-tag
+//! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
+//! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
+
+mod lease_keeper;
+mod segments;
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use idmint_core::snowflake::Reservation;
+use idmint_core::{Clock, DecodedId, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag};
+use idmint_store::Store;
+
+pub use self::lease_keeper::{Holding, LeaseConfig, LeaseKeeper};
+pub use self::segments::{SegmentOptions, SegmentRegistry};
+
+/// Everything the ID service is configured with.
+#[derive(Debug, Clone)]
+pub struct IdsConfig {
+    /// The snowflake layout.
+    pub layout: Layout,
+    /// The datacenter in every snowflake (0 when the layout has no `dc` field).
+    pub datacenter: u64,
+    /// The worker lease.
+    pub lease: LeaseConfig,
+    /// The snowflake generator's bounds.
+    pub snowflake: SnowflakeConfig,
+    /// The segment buffers.
+    pub segments: SegmentOptions,
+}
+
+/// The running ID service of one node.
+#[derive(Debug)]
+pub struct Ids {
+    keeper: Arc<LeaseKeeper>,
+    segments: SegmentRegistry,
+    store: Store,
+    layout: Layout,
+    max_wait: Duration,
+}
+
+impl Ids {
+    /// Takes a worker lease and starts renewing it. Fails when no worker ID can be had or the
+    /// store refuses.
+    pub async fn start(
+        config: IdsConfig,
+        store: Store,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Arc<Self>> {
+        let keeper = LeaseKeeper::start(
+            Arc::clone(&store.leases),
+            config.layout.clone(),
+            config.datacenter,
+            Arc::clone(&clock),
+            config.lease.clone(),
+            config.snowflake.clone(),
+        )
+        .await?;
+        tokio::spawn(Arc::clone(&keeper).run());
+        let segments = SegmentRegistry::new(
+            Arc::clone(&store.segments),
+            clock,
+            config.segments.clone(),
+            tokio::runtime::Handle::current(),
+        );
+        Ok(Arc::new(Self {
+            keeper,
+            segments,
+            store,
+            layout: config.layout,
+            max_wait: config.snowflake.max_wait,
+        }))
+    }
+
+    /// `count` snowflakes for `shard`, waiting at most `max_wait` (asynchronously) when the
+    /// sequence or the granted HWM is used up.
+    pub async fn snowflakes(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {
+        let mut waited = Duration::ZERO;
+        loop {
+            let generator = self.keeper.generator();
+            match generator.try_reserve(count, shard)? {
+                Reservation::Ready(batch) => return Ok(batch),
+                Reservation::Blocked(blocked, retry_after) => {
+                    if waited >= self.max_wait {
+                        return Err(generator.blocked_error(blocked, waited));
+                    }
+                    let pause = retry_after
+                        .min(self.max_wait - waited)
+                        .max(Duration::from_millis(1));
+                    tokio::time::sleep(pause).await;
+                    waited += pause;
+                }
+            }
+        }
+    }
+
+    /// `count` segment IDs of `tag`, as ascending runs.
+    pub async fn segment_ids(&self, tag: &Tag, count: u64) -> Result<Vec<Range<u64>>> {
+        self.segments.next_many(tag, count).await
+    }
+
+    /// `count` consecutive segment IDs of `tag`.
+    pub async fn segment_run(&self, tag: &Tag, count: u64) -> Result<Range<u64>> {
+        self.segments.take_contiguous(tag, count).await
+    }
+
+    /// Takes a snowflake apart with this node's layout.
+    pub fn decode(&self, id: u64) -> Result<DecodedId> {
+        self.layout.decode(id)
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// The store, for the admin routes.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The lease keeper, for readiness and metrics.
+    pub fn keeper(&self) -> &LeaseKeeper {
+        &self.keeper
+    }
+
+    /// The segment buffers, for metrics.
+    pub fn segments(&self) -> &SegmentRegistry {
+        &self.segments
+    }
+
+    /// Graceful stop: give unused segment tails back, then write the final HWM and free the
+    /// worker ID. Call once nothing is served any more.
+    pub async fn shutdown(&self) -> Result<()> {
+        let given_back = self.segments.shutdown().await;
+        tracing::info!(given_back, "segment tails given back");
+        self.keeper.release().await
+    }
+}

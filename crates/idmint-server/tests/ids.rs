@@ -1,0 +1,212 @@
+//! The ID service against a real SQLite store: several nodes, a lease lost mid-run, graceful
+//! shutdown and restart. Every ID handed out is collected and checked for duplicates.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idmint_core::snowflake::Fence;
+use idmint_core::store::LeaseRequest;
+use idmint_core::{Clock, Error, Layout, SnowflakeConfig, SnowflakeGenerator, SystemClock, Tag};
+use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use idmint_store::{Store, StoreOptions};
+
+fn sqlite_url() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-server-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let file = dir.join(format!("ids-{}-{n}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    format!("sqlite://{}", file.display())
+}
+
+async fn store(url: &str) -> Store {
+    idmint_store::open(url, &StoreOptions::default())
+        .await
+        .unwrap()
+}
+
+fn config(node: &str) -> IdsConfig {
+    IdsConfig {
+        layout: Layout::parse("time:41@1ms,worker:10,seq:12").unwrap(),
+        datacenter: 0,
+        lease: LeaseConfig {
+            node_name: node.into(),
+            worker_id: None,
+            ttl: Duration::from_secs(3),
+            renew_every: Duration::from_millis(200),
+            hwm_lead: Duration::from_secs(1),
+        },
+        snowflake: SnowflakeConfig::default(),
+        segments: SegmentOptions::default(),
+    }
+}
+
+fn clock() -> Arc<dyn Clock> {
+    Arc::new(SystemClock::new())
+}
+
+async fn take_snowflakes(ids: &Ids, n: usize) -> Vec<u64> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        out.extend(ids.snowflakes(100, 0).await.unwrap());
+    }
+    out
+}
+
+fn assert_increasing(ids: &[u64]) {
+    assert!(ids.windows(2).all(|w| w[0] < w[1]), "not increasing");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_nodes_on_one_store_never_share_an_id() {
+    let url = sqlite_url();
+    let a = Ids::start(config("a"), store(&url).await, clock())
+        .await
+        .unwrap();
+    let b = Ids::start(config("b"), store(&url).await, clock())
+        .await
+        .unwrap();
+    assert_ne!(a.keeper().lease().worker_id, b.keeper().lease().worker_id);
+    let tag = Tag::new("orders").unwrap();
+    let mut tasks = Vec::new();
+    for node in [&a, &b, &a, &b] {
+        let (node, tag) = (Arc::clone(node), tag.clone());
+        tasks.push(tokio::spawn(async move {
+            let snowflakes = take_snowflakes(&node, 20_000).await;
+            let mut segment = Vec::new();
+            for _ in 0..200 {
+                for run in node.segment_ids(&tag, 7).await.unwrap() {
+                    segment.extend(run);
+                }
+            }
+            (snowflakes, segment)
+        }));
+    }
+    let (mut snowflakes, mut segments) = (HashSet::new(), HashSet::new());
+    for task in tasks {
+        let (s, g) = task.await.unwrap();
+        assert_increasing(&s);
+        assert_increasing(&g);
+        let (ns, ng) = (s.len(), g.len());
+        snowflakes.extend(s);
+        segments.extend(g);
+        assert!(ns == 20_000 || ns > 20_000);
+        assert_eq!(ng, 1_400);
+    }
+    assert!(snowflakes.len() >= 80_000);
+    assert_eq!(segments.len(), 4 * 1_400);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_lease_is_replaced_and_no_id_repeats() {
+    let url = sqlite_url();
+    let node = Ids::start(config("a"), store(&url).await, clock())
+        .await
+        .unwrap();
+    let before = node.keeper().lease();
+    let mut issued: Vec<u64> = take_snowflakes(&node, 5_000).await;
+
+    // Another process takes the worker ID (same node name: a restart after a partition, say)
+    // and mints with it, fenced above the HWM this node had confirmed.
+    let other = store(&url).await;
+    let request = LeaseRequest {
+        node_name: "a".into(),
+        worker_count: 1024,
+        worker_id: Some(before.worker_id),
+        ttl: Duration::from_secs(30),
+    };
+    let stolen = other.leases.acquire(&request).await.unwrap();
+    let layout = node.layout().clone();
+    let fence = Fence::from_hwm_ms(&layout, stolen.hwm_ms, u64::MAX);
+    let config = SnowflakeConfig {
+        max_lead: Duration::from_secs(5),
+        ..SnowflakeConfig::default()
+    };
+    let thief =
+        SnowflakeGenerator::new(layout, 0, stolen.worker_id, clock(), &config, fence).unwrap();
+    issued.extend(thief.next_batch(5_000, 0).unwrap());
+
+    // The node keeps serving: up to its granted HWM with the old generator, then with a new
+    // lease. It notices the loss at its next renewal.
+    let mut noticed = false;
+    for _ in 0..100 {
+        issued.extend(take_snowflakes(&node, 200).await);
+        if node.keeper().lease().worker_id != before.worker_id {
+            noticed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(noticed, "the node never noticed its lease was taken");
+    assert!(node.keeper().is_held());
+    issued.extend(take_snowflakes(&node, 5_000).await);
+    issued.extend(thief.next_batch(5_000, 0).unwrap());
+    let unique: HashSet<u64> = issued.iter().copied().collect();
+    assert_eq!(unique.len(), issued.len(), "an ID was issued twice");
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
+    let url = sqlite_url();
+    let tag = Tag::new("invoices").unwrap();
+    let first = Ids::start(config("n1"), store(&url).await, clock())
+        .await
+        .unwrap();
+    let worker = first.keeper().lease().worker_id;
+    let runs = first.segment_ids(&tag, 25).await.unwrap();
+    let last = runs.last().unwrap().end - 1;
+    first.shutdown().await.unwrap();
+    let leases = store(&url).await.leases.list_leases().await.unwrap();
+    assert!(
+        leases.iter().all(|l| !l.live),
+        "the lease is still live after shutdown"
+    );
+
+    let second = Ids::start(config("n1"), store(&url).await, clock())
+        .await
+        .unwrap();
+    assert_eq!(
+        second.keeper().lease().worker_id,
+        worker,
+        "the node did not get its worker ID back"
+    );
+    let next = second.segment_ids(&tag, 1).await.unwrap();
+    assert_eq!(
+        next[0].start,
+        last + 1,
+        "a gap or an overlap after a graceful restart"
+    );
+    second.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
+    let url = sqlite_url();
+    let mut cfg = config("w");
+    cfg.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
+    cfg.snowflake = SnowflakeConfig {
+        max_lead: Duration::ZERO,
+        max_wait: Duration::from_millis(20),
+        spread_bits: 0,
+    };
+    cfg.segments.auto_create_tags = false;
+    let ids = Ids::start(cfg, store(&url).await, clock()).await.unwrap();
+    // 1,000 IDs at 4 per ms with no borrowing: far more than 20 ms of waiting can give.
+    let started = std::time::Instant::now();
+    let err = ids.snowflakes(1_000, 0).await.unwrap_err();
+    assert!(matches!(err, Error::ClockBehind { .. }), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    let err = ids
+        .segment_ids(&Tag::new("nope").unwrap(), 1)
+        .await
+        .unwrap_err();
+    assert_eq!(err, Error::UnknownTag("nope".into()));
+    ids.shutdown().await.unwrap();
+}
