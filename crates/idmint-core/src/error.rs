@@ -117,6 +117,10 @@ pub enum Error {
         worker_id: u64,
     },
 
+    /// The generator was closed (its worker lease is being released): it issues nothing more.
+    #[error("the snowflake generator is closed: its worker lease was released")]
+    GeneratorClosed,
+
     /// Every worker ID of the layout is held by a live node.
     #[error("no worker ID free: all {worker_count} are held by live nodes")]
     NoWorkerFree {
@@ -154,6 +158,7 @@ impl Error {
                 | Error::StoreUnavailable(_)
                 | Error::StoreConflict(_)
                 | Error::LeaseLost { .. }
+                | Error::GeneratorClosed
                 | Error::NoWorkerFree { .. }
         )
     }

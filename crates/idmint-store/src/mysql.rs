@@ -162,7 +162,7 @@ impl Statements {
                  WHERE worker_id = ? AND token = ?"
             )),
             release: sql(format!(
-                "UPDATE {w} SET hwm_ms = GREATEST(hwm_ms, ?), expires_at_ms = 0 \
+                "UPDATE {w} SET hwm_ms = ?, expires_at_ms = 0 \
                  WHERE worker_id = ? AND token = ?"
             )),
             held_lease: sql(format!(

@@ -140,7 +140,7 @@ impl Statements {
                  WHERE worker_id = $3 AND token = $4 RETURNING hwm_ms, expires_at_ms"
             )),
             release: sql(format!(
-                "UPDATE {w} SET hwm_ms = GREATEST(hwm_ms, $1), expires_at_ms = 0 \
+                "UPDATE {w} SET hwm_ms = $1, expires_at_ms = 0 \
                  WHERE worker_id = $2 AND token = $3"
             )),
             list_leases: sql(format!(

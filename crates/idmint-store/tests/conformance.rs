@@ -330,6 +330,17 @@ mod suite {
             .await
             .unwrap();
         assert_eq!(next.hwm_ms, 2_000_000);
+        // A holder raises the HWM ahead of the clock, but releases with the highest tick it
+        // really issued: the stored HWM comes down to it, so the next holder need not borrow.
+        let ttl = Duration::from_secs(60);
+        store.leases.renew(&next, 9_000_000, ttl).await.unwrap();
+        store.leases.release(&next, 2_500_000).await.unwrap();
+        let fourth = store
+            .leases
+            .acquire(&request("fourth", None, 1, ttl))
+            .await
+            .unwrap();
+        assert_eq!(fourth.hwm_ms, 2_500_000);
     }
 
     /// A node gets its own previous worker ID back once it is free.

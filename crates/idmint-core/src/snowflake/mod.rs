@@ -26,6 +26,10 @@ use crate::sync::{AtomicU64, Ordering, Padded};
 /// The most IDs one call may reserve.
 pub const MAX_BATCH: u64 = 1_000_000;
 
+/// The state word of a closed generator: above every packed `(tick, seq)` a layout can reach
+/// (at most 63 bits), so no reservation can be made from it.
+const CLOSED: u64 = u64::MAX;
+
 /// Why a reservation could not be made without waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocked {
@@ -60,6 +64,8 @@ pub struct SnowflakeGenerator {
     next_free: Padded<AtomicU64>,
     /// Highest tick the store has confirmed for this worker's lease.
     granted_tick: AtomicU64,
+    /// The highest tick issued, recorded when the generator was closed.
+    closed_at_tick: AtomicU64,
     clock: Arc<dyn Clock>,
     composer: Composer,
     layout: Layout,
@@ -118,6 +124,7 @@ impl SnowflakeGenerator {
         Ok(Self {
             next_free: Padded(AtomicU64::new(start_tick << seq_bits)),
             granted_tick: AtomicU64::new(fence.granted_tick),
+            closed_at_tick: AtomicU64::new(0),
             composer: Composer::new(&layout, layout.compose_fixed(datacenter, worker)),
             clock,
             datacenter,
@@ -236,6 +243,9 @@ impl SnowflakeGenerator {
         let sb = self.seq_bits;
         let mut current = self.next_free.0.load(Ordering::Relaxed);
         loop {
+            if current == CLOSED {
+                return Err(Error::GeneratorClosed);
+            }
             let now_tick = self.now_tick()?;
             let floor = now_tick.min(self.max_tick + 1) << sb;
             let first = if floor > current {
@@ -298,16 +308,40 @@ impl SnowflakeGenerator {
         self.granted_tick.load(Ordering::Relaxed)
     }
 
-    /// The highest tick issued so far (or, before the first ID, the tick below the start): what
-    /// a graceful shutdown writes as the final HWM.
+    /// The highest tick issued so far (or, before the first ID, the tick below the start).
     pub fn issued_tick(&self) -> u64 {
-        self.next_free.0.load(Ordering::Relaxed).saturating_sub(1) >> self.seq_bits
+        match self.next_free.0.load(Ordering::Relaxed) {
+            CLOSED => self.closed_at_tick.load(Ordering::Relaxed),
+            next_free => next_free.saturating_sub(1) >> self.seq_bits,
+        }
+    }
+
+    /// Stops the generator for good and returns the highest tick it issued: what a graceful
+    /// shutdown writes as the worker's final HWM.
+    ///
+    /// The state word is swapped for a sentinel in one atomic step, so the returned tick is
+    /// exact: a reservation racing with the close either completed before it (and is counted)
+    /// or fails its compare-and-swap and then finds the generator closed
+    /// ([`Error::GeneratorClosed`]). Closing again returns the same tick.
+    pub fn close(&self) -> u64 {
+        match self.next_free.0.swap(CLOSED, Ordering::Relaxed) {
+            CLOSED => self.closed_at_tick.load(Ordering::Relaxed),
+            next_free => {
+                let tick = next_free.saturating_sub(1) >> self.seq_bits;
+                self.closed_at_tick.store(tick, Ordering::Relaxed);
+                tick
+            }
+        }
     }
 
     /// How far the next tick is ahead of the clock, in ms: 0 in normal running, positive while
     /// borrowing or after a restart above an HWM in the future.
     pub fn lead_ms(&self) -> u64 {
-        let next_tick = self.next_free.0.load(Ordering::Relaxed) >> self.seq_bits;
+        let next_free = self.next_free.0.load(Ordering::Relaxed);
+        if next_free == CLOSED {
+            return 0;
+        }
+        let next_tick = next_free >> self.seq_bits;
         let now_tick = self.now_tick().unwrap_or(0);
         next_tick.saturating_sub(now_tick) * self.unit_ms
     }

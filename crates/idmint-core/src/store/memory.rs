@@ -265,7 +265,7 @@ impl WorkerLeases for MemoryStore {
     async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
         let mut state = self.enter().await?;
         let row = held_row(&mut state, lease)?;
-        row.hwm_ms = row.hwm_ms.max(final_hwm_ms);
+        row.hwm_ms = final_hwm_ms;
         row.expires_at_ms = 0;
         Ok(())
     }
@@ -457,9 +457,10 @@ mod tests {
             ),
             (NOW + 5_000, "b", true)
         );
-        // Release records the final HWM and frees the ID at once.
-        store.release(&new, NOW + 12_000).await.unwrap();
+        // Release sets the final HWM (the highest tick issued, here below what was raised) and
+        // frees the ID at once.
+        store.release(&new, NOW + 1_000).await.unwrap();
         let leases = store.list_leases().await.unwrap();
-        assert_eq!((leases[0].hwm_ms, leases[0].live), (NOW + 12_000, false));
+        assert_eq!((leases[0].hwm_ms, leases[0].live), (NOW + 1_000, false));
     }
 }

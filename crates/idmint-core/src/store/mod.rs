@@ -171,8 +171,14 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
     /// [`Error::LeaseLost`](crate::Error::LeaseLost) and changes nothing.
     async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal>;
 
-    /// Frees the worker ID, recording `final_hwm_ms` (raised, never lowered), if the token
-    /// still holds it.
+    /// Frees the worker ID and sets the stored HWM to `final_hwm_ms`, if the token still holds
+    /// it.
+    ///
+    /// `final_hwm_ms` is the highest tick this holder issued, after it stopped issuing (see
+    /// `SnowflakeGenerator::close`). It may be below the HWM the holder had raised ahead of the
+    /// clock: nothing above it was issued, so the next holder may start right above it and
+    /// need not borrow future time. It is never below the HWM found at acquisition, since the
+    /// holder started above that.
     async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()>;
 
     /// Every worker ID ever leased, by worker ID.

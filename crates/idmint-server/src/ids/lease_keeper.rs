@@ -20,7 +20,7 @@ use arc_swap::ArcSwap;
 use idmint_core::snowflake::Fence;
 use idmint_core::store::{Lease, LeaseRequest, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
-use tokio::sync::watch;
+use tokio::sync::{watch, Mutex};
 
 /// How this node holds its worker ID.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,6 +142,9 @@ pub struct LeaseKeeper {
     current: ArcSwap<Holding>,
     held: AtomicBool,
     stop: watch::Sender<bool>,
+    /// Held across every store write of the lease (renew, re-acquire, release), so a renewal
+    /// in flight can never land after the release and bring the lease back to life.
+    writing: Mutex<()>,
 }
 
 impl LeaseKeeper {
@@ -170,6 +173,7 @@ impl LeaseKeeper {
             current: ArcSwap::from_pointee(holding),
             held: AtomicBool::new(true),
             stop: watch::Sender::new(false),
+            writing: Mutex::new(()),
         }))
     }
 
@@ -216,14 +220,16 @@ impl LeaseKeeper {
         }
     }
 
-    /// Stops renewing and frees the worker ID, recording the highest tick issued. Idempotent.
+    /// Stops renewing, closes the generator and frees the worker ID with the highest tick
+    /// issued as its final HWM, so the next holder starts right above it. Idempotent.
     pub async fn release(&self) -> Result<()> {
+        let _writing = self.writing.lock().await;
         if self.stop.send_replace(true) {
             return Ok(());
         }
         self.held.store(false, Ordering::SeqCst);
         let holding = self.current.load_full();
-        let issued = holding.generator.issued_tick();
+        let issued = holding.generator.close();
         let final_hwm_ms = self.settings.layout.tick_start_ms(issued);
         self.settings
             .store
@@ -234,6 +240,10 @@ impl LeaseKeeper {
     /// Raises the stored HWM ahead of the clock (and of what was issued), then the generator's
     /// gate to what the store confirmed.
     async fn renew(&self) -> Result<()> {
+        let _writing = self.writing.lock().await;
+        if *self.stop.borrow() {
+            return Ok(());
+        }
         let holding = self.current.load_full();
         let issued_ms = self
             .settings
@@ -260,13 +270,19 @@ impl LeaseKeeper {
     async fn reacquire(&self, stop: &mut watch::Receiver<bool>) {
         let mut backoff = Duration::from_millis(100);
         loop {
-            match self.settings.acquire().await {
-                Ok(holding) => {
-                    self.current.store(Arc::new(holding));
-                    self.held.store(true, Ordering::SeqCst);
+            {
+                let _writing = self.writing.lock().await;
+                if *self.stop.borrow() {
                     return;
                 }
-                Err(error) => tracing::warn!(%error, "acquiring a worker ID failed; retrying"),
+                match self.settings.acquire().await {
+                    Ok(holding) => {
+                        self.current.store(Arc::new(holding));
+                        self.held.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    Err(error) => tracing::warn!(%error, "acquiring a worker ID failed; retrying"),
+                }
             }
             tokio::select! {
                 _ = tokio::time::sleep(backoff) => {}
