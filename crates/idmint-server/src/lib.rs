@@ -5,4 +5,6 @@
 //! `idmint-store`. The HTTP, Leaf and Redis-protocol front ends, metrics, configuration and
 //! graceful shutdown build on it.
 
+pub mod http;
 pub mod ids;
+pub mod resp;

@@ -1,0 +1,1 @@
+//! The Redis-protocol front end (stub: being written).
