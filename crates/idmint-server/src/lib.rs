@@ -1,10 +1,15 @@
 //! # idmint-server
 //!
-//! The composition root of `idmint serve`. Today it holds the ID service ([`ids`]): this
-//! node's worker lease and snowflake generator, and its per-tag segment buffers, on any store of
-//! `idmint-store`. The HTTP, Leaf and Redis-protocol front ends, metrics, configuration and
-//! graceful shutdown build on it.
+//! The composition root of `idmint serve`: the ID service ([`ids`]: this node's worker lease
+//! and snowflake generator, its per-tag segment buffers, on any store of `idmint-store`), the
+//! HTTP and Leaf front end ([`http`]), the Redis-protocol front end ([`resp`]), the settings
+//! ([`config`]) and the start and graceful stop of it all ([`serve`]).
 
+pub mod config;
+mod error;
 pub mod http;
 pub mod ids;
 pub mod resp;
+pub mod serve;
+
+pub use self::error::ServerError;

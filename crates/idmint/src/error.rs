@@ -41,11 +41,31 @@ impl std::error::Error for InputError {}
 /// The exit status for `err`: [`EXIT_USAGE`] when it is about the user's input,
 /// [`EXIT_FAILURE`] otherwise.
 pub fn exit_status(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<InputError>()) {
+    if err
+        .chain()
+        .any(|cause| cause.is::<InputError>() || is_bad_setting(cause))
+    {
         EXIT_USAGE
     } else {
         EXIT_FAILURE
     }
+}
+
+/// True for a server error caused by a setting the user gave (a flag, variable or file entry).
+fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
+    use idmint_core::Error as Core;
+    use idmint_server::ServerError;
+    matches!(
+        cause.downcast_ref::<ServerError>(),
+        Some(
+            ServerError::Config { .. }
+                | ServerError::Ids(
+                    Core::InvalidLayout { .. }
+                        | Core::InvalidEpoch { .. }
+                        | Core::InvalidArgument { .. }
+                )
+        )
+    )
 }
 
 /// True when `err` comes from writing to a pipe whose reader has gone.

@@ -11,6 +11,7 @@
 
 mod cmd_decode;
 mod cmd_layout;
+mod cmd_serve;
 mod error;
 mod layout_opts;
 mod text;
@@ -23,6 +24,7 @@ use idmint_core::clock::wall_clock_ms;
 
 use crate::cmd_decode::DecodeArgs;
 use crate::cmd_layout::LayoutArgs;
+use crate::cmd_serve::ServeArgs;
 
 /// Help text shown after every `--help`: what the exit statuses mean.
 const EXIT_STATUS_HELP: &str = "\
@@ -38,9 +40,12 @@ struct Cli {
     command: Command,
 }
 
-/// The subcommands. `serve`, `next` and `tags` will join them here.
+/// The subcommands. `next` and `tags` will join them here.
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Serve IDs over HTTP (JSON and Leaf's API) and the Redis protocol, until SIGINT/SIGTERM.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Serve(ServeArgs),
     /// Show a snowflake layout: its fields, capacity and when it runs out.
     #[command(after_help = EXIT_STATUS_HELP)]
     Layout(LayoutArgs),
@@ -56,6 +61,7 @@ fn main() -> ExitCode {
     let mut out = io::stdout().lock();
     let mut warn = io::stderr();
     let result = match &cli.command {
+        Command::Serve(args) => cmd_serve::run(args),
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
     }

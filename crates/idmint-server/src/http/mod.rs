@@ -1,1 +1,182 @@
-//! The HTTP front end (stub: being written).
+//! The HTTP front end (axum) of the ID service.
+//!
+//! [`router`] builds the routes over an [`Ids`] service; [`serve`] runs them on a listener
+//! until a shutdown signal, finishing in-flight requests.
+//!
+//! # Routes
+//!
+//! | Route | Answer |
+//! |---|---|
+//! | `GET /v1/snowflake?count=N[&shard=K]` | `{"ids": ["..."]}`, count `1..=max_count` (default 1) |
+//! | `GET /v1/segment/{tag}?count=N` | `{"ids": ["..."]}`, ascending |
+//! | `POST /v1/segment/{tag}/lease?size=N` | `{"start": "S", "end": "E"}`, `E - S == N`, end exclusive |
+//! | `GET /v1/decode/{id}` | the decoded ID (`id`, `layout`, `time`, `unix_ms`, `tick`, fields) |
+//! | `GET /v1/tags` (admin) | `{"tags": [{"tag", "max_id", "step", "description", "updated_at_ms"}]}` |
+//! | `GET /v1/tags/{tag}` (admin) | the tag, 404 when unknown |
+//! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
+//! | `GET /v1/workers` (admin) | `{"workers": [leases with hwm_ms], "node": {"worker_id", "held"}}` |
+//! | `GET /healthz` | 200 `{"status":"ok"}` |
+//! | `GET /readyz` | 200 when the worker lease is held and the store answers, else 503 |
+//! | `GET /metrics` | Prometheus text (404 without a metrics handle) |
+//! | `GET /api/segment/get/{key}` | Leaf: next ID of tag `key`, plain text |
+//! | `GET /api/snowflake/get/{key}` | Leaf: a snowflake, plain text |
+//! | `GET /decodeSnowflakeId?snowflakeId=ID` | Leaf: `timestamp`, `workerId`, `sequenceId` + ours |
+//!
+//! IDs are JSON strings: JavaScript loses integers above 2^53. Admin routes need
+//! `Authorization: Bearer TOKEN` when [`HttpOptions::admin_token`] is set.
+//!
+//! # Errors
+//!
+//! Always `{"error": {"code": "...", "message": "..."}}`:
+//!
+//! | Status | Codes |
+//! |---|---|
+//! | 400 | `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_argument` |
+//! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (wrong token) |
+//! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
+//! | 405 | `method_not_allowed` (with `Allow`) |
+//! | 409 | `tag_exists` |
+//! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
+//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz) |
+//! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
+//!
+//! # Metrics
+//!
+//! Recorded to the global `metrics` recorder; names in [`metrics`]:
+//! - `idmint_ids_issued_total{kind="snowflake"}` and `{kind="segment",tag="..."}` (counters);
+//! - `idmint_http_errors_total{code="..."}` (counter);
+//! - at scrape time: `idmint_segment_buffer_seconds{tag}` (outage budget),
+//!   `idmint_segment_buffered_ids{tag}`, `idmint_segment_step{tag}`,
+//!   `idmint_segment_rate_per_second{tag}`, `idmint_lease_held` (0/1), `idmint_worker_id`,
+//!   `idmint_snowflake_lead_ms` (gauges).
+//!
+//! Clock divergence is not reachable from [`Ids`] (it does not expose its clock), so the
+//! composition root exports it if it wants it.
+
+mod admin;
+mod encode;
+mod errors;
+mod health;
+mod issue;
+mod leaf;
+pub mod metrics;
+mod params;
+mod state;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::serve::ListenerExt;
+use axum::Router;
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::net::TcpListener;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+
+use self::state::AppState;
+use crate::ids::Ids;
+
+/// Largest request body accepted (the only body is `PUT /v1/tags/{tag}`'s JSON).
+pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// Longest an admin request may take (they wait on the store with no bound of their own). The
+/// ID routes need none: the ID service bounds their waits (`max_wait`, about a second).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How the HTTP front end behaves.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// When set, the admin routes (`/v1/tags...`, `/v1/workers`) need
+    /// `Authorization: Bearer <token>`. An empty token counts as none.
+    pub admin_token: Option<String>,
+    /// Most IDs one request may ask for (`count`). Default 10,000.
+    pub max_count: u64,
+    /// Largest `size` of a lease. Default 1,000,000 (the segment buffers' default `max_step`;
+    /// a larger size is refused by the buffer anyway).
+    pub max_lease_size: u64,
+    /// The handle of the installed Prometheus recorder; `/metrics` answers 404 without it.
+    pub metrics: Option<PrometheusHandle>,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self {
+            admin_token: None,
+            max_count: 10_000,
+            max_lease_size: 1_000_000,
+            metrics: None,
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field(
+                "admin_token",
+                &self.admin_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("max_count", &self.max_count)
+            .field("max_lease_size", &self.max_lease_size)
+            .field("metrics", &self.metrics.is_some())
+            .finish()
+    }
+}
+
+/// Every route over `ids`, with the JSON error fallbacks, the body limit and the timeout.
+///
+/// Install the global `metrics` recorder before calling this: the hot-path counters are
+/// registered here, once.
+pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
+    let state = AppState::new(ids, options);
+    // The admin routes wait on the store with no bound of their own: they get the timeout.
+    // The ID routes' waits are bounded by the ID service (`max_wait`), and `/readyz` bounds
+    // its probe, so the hot path pays for no timer.
+    let admin = Router::new()
+        .route("/v1/tags", get(admin::list_tags))
+        .route("/v1/tags/{tag}", get(admin::tag_info).put(admin::put_tag))
+        .route("/v1/workers", get(admin::workers))
+        .route_layer(TimeoutLayer::with_status_code(
+            StatusCode::SERVICE_UNAVAILABLE,
+            REQUEST_TIMEOUT,
+        ));
+    Router::new()
+        .route("/v1/snowflake", get(issue::snowflake))
+        .route("/v1/segment/{tag}", get(issue::segment))
+        .route("/v1/segment/{tag}/lease", post(issue::lease))
+        .route("/v1/decode/{id}", get(issue::decode))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::render))
+        .route("/api/segment/get/{key}", get(leaf::segment))
+        .route("/api/snowflake/get/{key}", get(leaf::snowflake))
+        .route("/decodeSnowflakeId", get(leaf::decode))
+        .merge(admin)
+        .fallback(errors::not_found)
+        .method_not_allowed_fallback(errors::method_not_allowed)
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(axum::middleware::map_response(errors::json_errors))
+        .with_state(state)
+}
+
+/// Serves `router` on `listener` (with `TCP_NODELAY`) until `shutdown` completes, then stops
+/// accepting and waits for in-flight requests to finish.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "could not set TCP_NODELAY");
+        }
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

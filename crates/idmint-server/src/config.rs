@@ -1,0 +1,269 @@
+//! The settings of `idmint serve`, and how their layers combine.
+//!
+//! Every setting can come from a command-line flag, an `IDMINT_*` environment variable, a TOML
+//! file (`--config FILE`) or its default, in that order of precedence. The command line and the
+//! environment arrive together (clap reads both) as one [`PartialConfig`], the file as another;
+//! [`ServeConfig::resolve`] takes each field from the first layer that has it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::ServerError;
+
+/// The layout when none is given: DESIGN.md's example, 1,024 workers, 4,096 IDs per ms each.
+pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
+
+/// One layer of settings: every field optional. The TOML file deserializes into this, with the
+/// same names as the flags (`store`, `http`, `resp`, `layout`, `worker_id`...).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PartialConfig {
+    /// Folder of the embedded store's file.
+    pub data_dir: Option<PathBuf>,
+    /// Store URL (`sqlite://`, `postgres://`, `mysql://`, `redis://`).
+    pub store: Option<String>,
+    /// HTTP listen address.
+    pub http: Option<String>,
+    /// Redis-protocol listen address.
+    pub resp: Option<String>,
+    /// Snowflake layout: a preset or a spec.
+    pub layout: Option<String>,
+    /// Layout epoch: ms since 1970, RFC 3339 or `YYYY-MM-DD`.
+    pub epoch: Option<String>,
+    /// Datacenter ID placed in every snowflake.
+    pub datacenter: Option<u64>,
+    /// `auto` or a worker ID.
+    pub worker_id: Option<String>,
+    /// This node's stable name (gets its worker ID back after a restart).
+    pub node_name: Option<String>,
+    /// Token required by admin routes and Redis `AUTH`.
+    pub admin_token: Option<String>,
+    /// Create unknown tags on first use.
+    pub auto_create_tags: Option<bool>,
+    /// Step of tags created on first use.
+    pub default_step: Option<u64>,
+    /// Accept a store that cannot promise durability (logged as a warning).
+    pub allow_non_durable: Option<bool>,
+}
+
+impl PartialConfig {
+    /// Reads a TOML file.
+    pub fn from_file(path: &Path) -> Result<Self, ServerError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
+            setting: "config".into(),
+            reason: format!("cannot read {}: {e}", path.display()),
+        })?;
+        toml::from_str(&text).map_err(|e| ServerError::Config {
+            setting: "config".into(),
+            reason: format!("{}: {e}", path.display()),
+        })
+    }
+
+    /// Each field from `self`, else from `lower`.
+    fn over(self, lower: Self) -> Self {
+        Self {
+            data_dir: self.data_dir.or(lower.data_dir),
+            store: self.store.or(lower.store),
+            http: self.http.or(lower.http),
+            resp: self.resp.or(lower.resp),
+            layout: self.layout.or(lower.layout),
+            epoch: self.epoch.or(lower.epoch),
+            datacenter: self.datacenter.or(lower.datacenter),
+            worker_id: self.worker_id.or(lower.worker_id),
+            node_name: self.node_name.or(lower.node_name),
+            admin_token: self.admin_token.or(lower.admin_token),
+            auto_create_tags: self.auto_create_tags.or(lower.auto_create_tags),
+            default_step: self.default_step.or(lower.default_step),
+            allow_non_durable: self.allow_non_durable.or(lower.allow_non_durable),
+        }
+    }
+}
+
+/// The resolved settings of one `idmint serve`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Store URL.
+    pub store: String,
+    /// HTTP listen address.
+    pub http: SocketAddr,
+    /// Redis-protocol listen address.
+    pub resp: SocketAddr,
+    /// Layout spec or preset.
+    pub layout: String,
+    /// Layout epoch, if not the layout's own.
+    pub epoch: Option<String>,
+    /// Datacenter ID.
+    pub datacenter: u64,
+    /// Static worker ID, or `None` for `auto`.
+    pub worker_id: Option<u64>,
+    /// Node name.
+    pub node_name: String,
+    /// Admin token.
+    pub admin_token: Option<String>,
+    /// Create unknown tags on first use.
+    pub auto_create_tags: bool,
+    /// Step of tags created on first use.
+    pub default_step: u64,
+    /// Accept a non-durable store.
+    pub allow_non_durable: bool,
+    /// How long shutdown waits for in-flight requests.
+    pub drain_timeout: Duration,
+}
+
+impl ServeConfig {
+    /// Combines the layers: `command_line` (flags and `IDMINT_*` variables) over `file` over the
+    /// defaults; `default_node_name` is the host's name. Every error names the setting.
+    pub fn resolve(
+        command_line: PartialConfig,
+        file: PartialConfig,
+        default_node_name: &str,
+    ) -> Result<Self, ServerError> {
+        let layers = command_line.over(file);
+        let data_dir = layers
+            .data_dir
+            .unwrap_or_else(|| PathBuf::from("./idmint-data"));
+        let store = layers
+            .store
+            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idmint.db").display()));
+        let worker_id = match layers.worker_id.as_deref().map(str::trim) {
+            None | Some("auto") => None,
+            Some(text) => Some(text.parse::<u64>().map_err(|_| ServerError::Config {
+                setting: "worker-id".into(),
+                reason: format!("`{text}` is neither `auto` nor a whole number"),
+            })?),
+        };
+        let node_name = layers
+            .node_name
+            .unwrap_or_else(|| default_node_name.to_owned());
+        if node_name.is_empty() || node_name.len() > 255 {
+            return Err(ServerError::Config {
+                setting: "node-name".into(),
+                reason: "must be 1 to 255 bytes".into(),
+            });
+        }
+        let default_step = layers.default_step.unwrap_or(1_000);
+        if default_step == 0 {
+            return Err(ServerError::Config {
+                setting: "default-step".into(),
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(Self {
+            store,
+            http: address("http", layers.http.as_deref().unwrap_or("127.0.0.1:8080"))?,
+            resp: address("resp", layers.resp.as_deref().unwrap_or("127.0.0.1:6380"))?,
+            layout: layers.layout.unwrap_or_else(|| DEFAULT_LAYOUT.to_owned()),
+            epoch: layers.epoch,
+            datacenter: layers.datacenter.unwrap_or(0),
+            worker_id,
+            node_name,
+            admin_token: layers.admin_token.filter(|token| !token.is_empty()),
+            auto_create_tags: layers.auto_create_tags.unwrap_or(true),
+            default_step,
+            allow_non_durable: layers.allow_non_durable.unwrap_or(false),
+            drain_timeout: Duration::from_secs(10),
+        })
+    }
+}
+
+/// Parses a listen address, naming the setting when it is wrong.
+fn address(setting: &str, text: &str) -> Result<SocketAddr, ServerError> {
+    text.parse().map_err(|_| ServerError::Config {
+        setting: setting.into(),
+        reason: format!("`{text}` is not an address like 127.0.0.1:8080"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn defaults_serve_on_loopback_with_the_embedded_store() {
+        let config =
+            ServeConfig::resolve(PartialConfig::default(), PartialConfig::default(), "host-1")
+                .unwrap();
+        assert_eq!(config.store, "sqlite://./idmint-data/idmint.db");
+        assert_eq!(config.http.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.resp.to_string(), "127.0.0.1:6380");
+        assert_eq!(
+            (config.layout.as_str(), config.node_name.as_str()),
+            (DEFAULT_LAYOUT, "host-1")
+        );
+        assert_eq!(config.worker_id, None);
+        assert!(config.auto_create_tags);
+    }
+
+    #[test]
+    fn the_command_line_wins_over_the_file_which_wins_over_defaults() {
+        let file: PartialConfig = toml::from_str(
+            "store = \"postgres://db/ids\"\nhttp = \"0.0.0.0:9000\"\nworker_id = \"7\"\nauto_create_tags = false\n",
+        )
+        .unwrap();
+        let command_line = PartialConfig {
+            http: Some("127.0.0.1:9100".into()),
+            ..PartialConfig::default()
+        };
+        let config = ServeConfig::resolve(command_line, file, "h").unwrap();
+        assert_eq!(config.http.to_string(), "127.0.0.1:9100");
+        assert_eq!(config.store, "postgres://db/ids");
+        assert_eq!(config.worker_id, Some(7));
+        assert!(!config.auto_create_tags);
+    }
+
+    #[test]
+    fn the_data_dir_places_the_embedded_store() {
+        let command_line = PartialConfig {
+            data_dir: Some("/var/lib/idmint".into()),
+            ..PartialConfig::default()
+        };
+        let config = ServeConfig::resolve(command_line, PartialConfig::default(), "h").unwrap();
+        assert_eq!(config.store, "sqlite:///var/lib/idmint/idmint.db");
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let bad = |partial: PartialConfig| match ServeConfig::resolve(
+            partial,
+            PartialConfig::default(),
+            "h",
+        ) {
+            Err(ServerError::Config { setting, .. }) => setting,
+            other => panic!("expected a config error, got {other:?}"),
+        };
+        assert_eq!(
+            bad(PartialConfig {
+                worker_id: Some("x".into()),
+                ..Default::default()
+            }),
+            "worker-id"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                http: Some("localhost".into()),
+                ..Default::default()
+            }),
+            "http"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                resp: Some("1.2.3.4:99999".into()),
+                ..Default::default()
+            }),
+            "resp"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                default_step: Some(0),
+                ..Default::default()
+            }),
+            "default-step"
+        );
+        assert!(toml::from_str::<PartialConfig>("colour = \"blue\"").is_err());
+    }
+}

@@ -1,0 +1,37 @@
+//! The one error type of `idmint-server`: what can stop `idmint serve` from starting or running.
+
+use std::net::SocketAddr;
+
+/// Why the server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// A setting is wrong; `setting` is its flag name without dashes.
+    #[error("--{setting}: {reason}")]
+    Config {
+        /// The setting.
+        setting: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The ID service or the store refused (store unreachable, no worker free, bad layout...).
+    #[error(transparent)]
+    Ids(#[from] idmint_core::Error),
+    /// A listener could not be bound.
+    #[error("cannot listen for {what} on {address}: {source}")]
+    Bind {
+        /// `HTTP` or `Redis protocol`.
+        what: &'static str,
+        /// The address.
+        address: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A listener failed while serving.
+    #[error("{what} listener failed: {source}")]
+    Serve {
+        /// `HTTP` or `Redis protocol`.
+        what: &'static str,
+        /// Why.
+        source: std::io::Error,
+    },
+}

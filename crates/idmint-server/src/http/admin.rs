@@ -1,0 +1,242 @@
+//! Admin routes: tags (`GET /v1/tags`, `GET|PUT /v1/tags/{tag}`) and worker leases
+//! (`GET /v1/workers`). When an admin token is set they need `Authorization: Bearer TOKEN`:
+//! no (or a non-Bearer) header is a 401, a wrong token a 403.
+
+use axum::extract::{FromRequestParts, State};
+use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use idmint_core::segment::MAX_SEGMENT_LEN;
+use idmint_core::store::{TagInfo, TagSettings, TagUpdate, MAX_SEGMENT_ID};
+use idmint_core::{Error, Tag};
+use serde::{Deserialize, Serialize};
+
+use super::errors::ApiError;
+use super::params::{JsonBody, TagPath};
+use super::state::AppState;
+
+/// Longest description accepted, in bytes.
+const MAX_DESCRIPTION: usize = 1_024;
+
+/// Proof that the request may use the admin routes.
+#[derive(Debug)]
+pub(crate) struct Admin;
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(expected) = state.admin_token.as_deref() else {
+            return Ok(Admin);
+        };
+        let unauthorized = || {
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this route needs `Authorization: Bearer <admin token>`",
+            )
+        };
+        let header = parts.headers.get(AUTHORIZATION).ok_or_else(unauthorized)?;
+        let token = bearer_token(header.as_bytes()).ok_or_else(unauthorized)?;
+        if same_bytes(token, expected) {
+            Ok(Admin)
+        } else {
+            Err(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "forbidden",
+                "the admin token is wrong",
+            ))
+        }
+    }
+}
+
+/// The token of a `Bearer` authorization (scheme case-insensitive).
+fn bearer_token(header: &[u8]) -> Option<&[u8]> {
+    let scheme = header.get(..7)?;
+    if !scheme.eq_ignore_ascii_case(b"bearer ") {
+        return None;
+    }
+    let token = header.get(7..)?.trim_ascii();
+    (!token.is_empty()).then_some(token)
+}
+
+/// Equality whose time does not depend on where the inputs differ.
+fn same_bytes(given: &[u8], expected: &[u8]) -> bool {
+    if given.len() != expected.len() {
+        return false;
+    }
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+        == 0
+}
+
+/// A tag as the API shows it: `max_id` is a string like every ID.
+#[derive(Debug, Serialize)]
+struct TagView {
+    tag: Tag,
+    /// The next ID the store will hand out.
+    max_id: String,
+    step: u64,
+    description: String,
+    updated_at_ms: u64,
+}
+
+impl From<TagInfo> for TagView {
+    fn from(info: TagInfo) -> Self {
+        Self {
+            tag: info.tag,
+            max_id: info.max_id.to_string(),
+            step: info.step,
+            description: info.description,
+            updated_at_ms: info.updated_at_ms,
+        }
+    }
+}
+
+/// `GET /v1/tags` → `{"tags": [...]}`.
+pub(crate) async fn list_tags(
+    _: Admin,
+    State(state): State<AppState>,
+) -> Result<Response, ApiError> {
+    let tags = state.ids.store().segments.list_tags().await?;
+    let tags: Vec<TagView> = tags.into_iter().map(TagView::from).collect();
+    Ok(Json(serde_json::json!({ "tags": tags })).into_response())
+}
+
+/// `GET /v1/tags/{tag}` → the tag; 404 when it does not exist.
+pub(crate) async fn tag_info(
+    _: Admin,
+    State(state): State<AppState>,
+    TagPath(tag): TagPath,
+) -> Result<Response, ApiError> {
+    match state.ids.store().segments.tag_info(&tag).await? {
+        Some(info) => Ok(Json(TagView::from(info)).into_response()),
+        None => Err(Error::UnknownTag(tag.to_string()).into()),
+    }
+}
+
+/// The body of `PUT /v1/tags/{tag}`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TagBody {
+    step: Option<u64>,
+    description: Option<String>,
+    /// Only when the tag is created.
+    first_id: Option<u64>,
+}
+
+impl TagBody {
+    fn validate(&self) -> Result<(), ApiError> {
+        if let Some(step) = self.step {
+            if !(1..=MAX_SEGMENT_LEN).contains(&step) {
+                return Err(ApiError::bad_request(
+                    "invalid_step",
+                    format!("`step` must be in 1..={MAX_SEGMENT_LEN}, got {step}"),
+                ));
+            }
+        }
+        if let Some(description) = &self.description {
+            if description.len() > MAX_DESCRIPTION {
+                return Err(ApiError::bad_request(
+                    "invalid_description",
+                    format!("`description` is longer than {MAX_DESCRIPTION} bytes"),
+                ));
+            }
+        }
+        if let Some(first_id) = self.first_id {
+            if !(1..MAX_SEGMENT_ID).contains(&first_id) {
+                return Err(ApiError::bad_request(
+                    "invalid_first_id",
+                    format!("`first_id` must be in 1..{MAX_SEGMENT_ID}, got {first_id}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `PUT /v1/tags/{tag}` with `{"step": n?, "description": "..."?, "first_id": n?}`: creates the
+/// tag if it does not exist (201, with the default step unless given), else changes its step
+/// or description (200). `first_id` on an existing tag is a 409.
+pub(crate) async fn put_tag(
+    _: Admin,
+    State(state): State<AppState>,
+    TagPath(tag): TagPath,
+    JsonBody(body): JsonBody<TagBody>,
+) -> Result<Response, ApiError> {
+    body.validate()?;
+    let store = &state.ids.store().segments;
+    if store.tag_info(&tag).await?.is_none() {
+        let defaults = TagSettings::default();
+        let settings = TagSettings {
+            step: body.step.unwrap_or(defaults.step),
+            description: body.description.clone().unwrap_or_default(),
+            first_id: body.first_id.unwrap_or(defaults.first_id),
+        };
+        match store.create_tag(&tag, &settings).await {
+            Ok(info) => return Ok((StatusCode::CREATED, Json(TagView::from(info))).into_response()),
+            // Created by someone else meanwhile: update it like any existing tag.
+            Err(Error::TagExists(_)) => {}
+            Err(error) => return Err(error.into()),
+        }
+    }
+    if body.first_id.is_some() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "tag_exists",
+            format!("tag `{tag}` already exists: `first_id` can only be set when it is created"),
+        ));
+    }
+    let update = TagUpdate {
+        step: body.step,
+        description: body.description,
+    };
+    let info = if update == TagUpdate::default() {
+        store
+            .tag_info(&tag)
+            .await?
+            .ok_or_else(|| Error::UnknownTag(tag.to_string()))?
+    } else {
+        store.update_tag(&tag, &update).await?
+    };
+    Ok(Json(TagView::from(info)).into_response())
+}
+
+/// `GET /v1/workers` → `{"workers": [...], "node": {"worker_id": n, "held": bool}}`: every worker
+/// lease with its HWM, and the one this node holds.
+pub(crate) async fn workers(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
+    let leases = state.ids.store().leases.list_leases().await?;
+    let keeper = state.ids.keeper();
+    Ok(Json(serde_json::json!({
+        "workers": leases,
+        "node": { "worker_id": keeper.lease().worker_id, "held": keeper.is_held() },
+    }))
+    .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_parsed_strictly() {
+        assert_eq!(bearer_token(b"Bearer abc"), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"bearer  abc "), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(b"Basic abc"), None);
+        assert_eq!(bearer_token(b"Bearer "), None);
+        assert_eq!(bearer_token(b"Bearer"), None);
+        assert_eq!(bearer_token(b"abc"), None);
+    }
+
+    #[test]
+    fn tokens_compare_exactly() {
+        assert!(same_bytes(b"secret", b"secret"));
+        assert!(!same_bytes(b"secret", b"secreT"));
+        assert!(!same_bytes(b"secre", b"secret"));
+        assert!(!same_bytes(b"", b"secret"));
+    }
+}

@@ -1,0 +1,156 @@
+//! Response bodies of the hot routes, written by hand: one buffer sized up front, digits
+//! written two at a time, no intermediate strings. IDs are JSON strings (JavaScript loses
+//! integers above 2^53).
+
+use axum::body::Body;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::HeaderValue;
+use axum::response::Response;
+
+/// Longest decimal `u64`.
+const MAX_DIGITS: usize = 20;
+
+/// `"00" "01" ... "99"`.
+const DIGIT_PAIRS: [u8; 200] = {
+    let mut table = [0u8; 200];
+    let mut i = 0;
+    while i < 100 {
+        table[2 * i] = b'0' + (i / 10) as u8;
+        table[2 * i + 1] = b'0' + (i % 10) as u8;
+        i += 1;
+    }
+    table
+};
+
+/// Appends `n` in decimal.
+#[inline]
+pub(crate) fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; MAX_DIGITS];
+    let mut pos = MAX_DIGITS;
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        pos -= 2;
+        buf[pos..pos + 2].copy_from_slice(&DIGIT_PAIRS[pair..pair + 2]);
+    } else {
+        pos -= 1;
+        buf[pos] = b'0' + n as u8;
+    }
+    out.extend_from_slice(&buf[pos..]);
+}
+
+/// `{"ids":["1","2",...]}` for `count` IDs (a capacity hint; any number may follow).
+pub(crate) fn ids_json(ids: impl Iterator<Item = u64>, count: u64) -> Vec<u8> {
+    let capacity = usize::try_from(count)
+        .unwrap_or(0)
+        .saturating_mul(MAX_DIGITS + 3)
+        .saturating_add(12);
+    let mut out = Vec::with_capacity(capacity);
+    out.extend_from_slice(b"{\"ids\":[");
+    let mut first = true;
+    for id in ids {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.push(b'"');
+        push_decimal(&mut out, id);
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
+/// `{"start":"S","end":"E"}`.
+pub(crate) fn range_json(start: u64, end: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(2 * MAX_DIGITS + 24);
+    out.extend_from_slice(b"{\"start\":\"");
+    push_decimal(&mut out, start);
+    out.extend_from_slice(b"\",\"end\":\"");
+    push_decimal(&mut out, end);
+    out.extend_from_slice(b"\"}");
+    out
+}
+
+/// `id` as plain text, for Leaf's routes.
+pub(crate) fn plain_id(id: u64) -> Response {
+    let mut out = Vec::with_capacity(MAX_DIGITS);
+    push_decimal(&mut out, id);
+    with_type(out, "text/plain; charset=utf-8")
+}
+
+/// A 200 with a JSON body.
+pub(crate) fn json(body: Vec<u8>) -> Response {
+    with_type(body, "application/json")
+}
+
+fn with_type(body: Vec<u8>, content_type: &'static str) -> Response {
+    let mut response = Response::new(Body::from(body));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decimal(n: u64) -> String {
+        let mut out = Vec::new();
+        push_decimal(&mut out, n);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    #[test]
+    fn decimals_match_the_standard_library() {
+        let mut samples = vec![
+            0,
+            1,
+            9,
+            10,
+            11,
+            99,
+            100,
+            101,
+            999,
+            1000,
+            u64::MAX,
+            u64::MAX - 1,
+        ];
+        let mut power = 1u64;
+        while let Some(next) = power.checked_mul(10) {
+            samples.extend([power - 1, power, power + 1, next - 1]);
+            power = next;
+        }
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            samples.extend([x, x >> (x % 64)]);
+        }
+        for n in samples {
+            assert_eq!(decimal(n), n.to_string());
+        }
+    }
+
+    #[test]
+    fn bodies_are_valid_json() {
+        let body = ids_json([1u64, 22, u64::MAX].into_iter(), 3);
+        let value: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        assert_eq!(
+            value,
+            serde_json::json!({"ids": ["1", "22", "18446744073709551615"]})
+        );
+        assert_eq!(ids_json(std::iter::empty(), 0), br#"{"ids":[]}"#);
+        let range: serde_json::Value =
+            serde_json::from_slice(&range_json(5, 15)).unwrap_or_default();
+        assert_eq!(range, serde_json::json!({"start": "5", "end": "15"}));
+    }
+}

@@ -1,0 +1,64 @@
+//! `GET /healthz` (the process runs) and `GET /readyz` (it can serve: the worker lease is
+//! held and the store answers).
+
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::encode;
+use super::errors::ApiError;
+use super::state::AppState;
+
+/// How long `/readyz` waits for the store.
+const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `GET /healthz` → 200 `{"status":"ok"}`.
+pub(crate) async fn healthz() -> Response {
+    encode::json(br#"{"status":"ok"}"#.to_vec())
+}
+
+/// `GET /readyz` → 200 `{"status":"ready","worker_id":n}`, or 503 with the reason.
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let not_ready =
+        |code, message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
+    let keeper = state.ids.keeper();
+    if !keeper.is_held() {
+        return Err(not_ready(
+            "lease_not_held",
+            "this node holds no confirmed worker lease".into(),
+        ));
+    }
+    let segments = &state.ids.store().segments;
+    let probe = async {
+        match &state.probe_tag {
+            Some(tag) => segments.tag_info(tag).await.map(drop),
+            None => segments.list_tags().await.map(drop),
+        }
+    };
+    match tokio::time::timeout(STORE_PROBE_TIMEOUT, probe).await {
+        Ok(Ok(())) => {}
+        Ok(Err(error)) => {
+            return Err(not_ready(
+                "store_unavailable",
+                format!("the store failed: {error}"),
+            ))
+        }
+        Err(_) => {
+            return Err(not_ready(
+                "store_unavailable",
+                format!(
+                    "the store did not answer within {} s",
+                    STORE_PROBE_TIMEOUT.as_secs()
+                ),
+            ))
+        }
+    }
+    Ok(Json(serde_json::json!({
+        "status": "ready",
+        "worker_id": keeper.lease().worker_id,
+    }))
+    .into_response())
+}

@@ -1,0 +1,72 @@
+//! The ID routes of `/v1`: snowflakes, segment IDs, contiguous leases, decoding.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+
+use super::encode;
+use super::errors::ApiError;
+use super::metrics;
+use super::params::{CountQuery, IdPath, Params, SizeQuery, SnowflakeQuery, TagPath};
+use super::state::AppState;
+
+/// `GET /v1/snowflake?count=N[&shard=K]` → `{"ids": ["..."]}`.
+pub(crate) async fn snowflake(
+    State(state): State<AppState>,
+    Params(query): Params<SnowflakeQuery>,
+) -> Result<Response, ApiError> {
+    let count = state.count(query.count)?;
+    let batch = state
+        .ids
+        .snowflakes(count, query.shard.unwrap_or(0))
+        .await?;
+    state.recorded.snowflakes(count);
+    Ok(encode::json(encode::ids_json(batch, count)))
+}
+
+/// `GET /v1/segment/{tag}?count=N` → `{"ids": ["..."]}`, ascending.
+pub(crate) async fn segment(
+    State(state): State<AppState>,
+    TagPath(tag): TagPath,
+    Params(query): Params<CountQuery>,
+) -> Result<Response, ApiError> {
+    let count = state.count(query.count)?;
+    let runs = state.ids.segment_ids(&tag, count).await?;
+    metrics::record_segment(&tag, count);
+    Ok(encode::json(encode::ids_json(
+        runs.into_iter().flatten(),
+        count,
+    )))
+}
+
+/// `POST /v1/segment/{tag}/lease?size=N` → `{"start": "S", "end": "E"}`: the IDs `S..E` (end
+/// exclusive) are the client's to issue.
+pub(crate) async fn lease(
+    State(state): State<AppState>,
+    TagPath(tag): TagPath,
+    Params(query): Params<SizeQuery>,
+) -> Result<Response, ApiError> {
+    let size = state.lease_size(query.size)?;
+    let run = state.ids.segment_run(&tag, size).await?;
+    if run.end.saturating_sub(run.start) != size {
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!(
+                "the segment buffer returned {}..{} for a lease of {size}",
+                run.start, run.end
+            ),
+        ));
+    }
+    metrics::record_segment(&tag, size);
+    Ok(encode::json(encode::range_json(run.start, run.end)))
+}
+
+/// `GET /v1/decode/{id}` → the ID taken apart with this node's layout.
+pub(crate) async fn decode(
+    State(state): State<AppState>,
+    IdPath(id): IdPath,
+) -> Result<Response, ApiError> {
+    Ok(Json(state.ids.decode(id)?).into_response())
+}

@@ -1,0 +1,361 @@
+//! Request inputs: the query string, path parameters and JSON bodies, parsed by our own
+//! extractors so every refusal is an [`ApiError`] (our JSON, a 400 or 413) and never axum's
+//! plain-text rejection.
+//!
+//! The query parser borrows from the request and allocates only when a value is
+//! percent-encoded; unknown parameters are ignored, a known one given twice is refused.
+
+use std::borrow::Cow;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::request::Parts;
+use axum::http::StatusCode;
+use idmint_core::Tag;
+use serde::de::DeserializeOwned;
+
+use super::errors::{echo, ApiError};
+use super::BODY_LIMIT;
+
+/// Something built from the query string.
+pub(crate) trait FromQuery: Sized {
+    fn from_query(query: &str) -> Result<Self, ApiError>;
+}
+
+/// Extracts `T` from the query string.
+#[derive(Debug)]
+pub(crate) struct Params<T>(pub T);
+
+impl<S: Send + Sync, T: FromQuery> FromRequestParts<S> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        T::from_query(parts.uri.query().unwrap_or("")).map(Params)
+    }
+}
+
+/// `?count=N&shard=K` of `/v1/snowflake`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SnowflakeQuery {
+    pub count: Option<u64>,
+    pub shard: Option<u64>,
+}
+
+impl FromQuery for SnowflakeQuery {
+    fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut out = Self::default();
+        for_each_pair(query, |key, value| match key {
+            "count" => set_number(&mut out.count, "count", "invalid_count", value),
+            "shard" => set_number(&mut out.shard, "shard", "invalid_shard", value),
+            _ => Ok(()),
+        })?;
+        Ok(out)
+    }
+}
+
+/// `?count=N` of `/v1/segment/{tag}`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct CountQuery {
+    pub count: Option<u64>,
+}
+
+impl FromQuery for CountQuery {
+    fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut out = Self::default();
+        for_each_pair(query, |key, value| match key {
+            "count" => set_number(&mut out.count, "count", "invalid_count", value),
+            _ => Ok(()),
+        })?;
+        Ok(out)
+    }
+}
+
+/// `?size=N` of `/v1/segment/{tag}/lease`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct SizeQuery {
+    pub size: Option<u64>,
+}
+
+impl FromQuery for SizeQuery {
+    fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut out = Self::default();
+        for_each_pair(query, |key, value| match key {
+            "size" => set_number(&mut out.size, "size", "invalid_size", value),
+            _ => Ok(()),
+        })?;
+        Ok(out)
+    }
+}
+
+/// `?snowflakeId=ID` of Leaf's `/decodeSnowflakeId`.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct LeafDecodeQuery {
+    pub snowflake_id: Option<u64>,
+}
+
+impl FromQuery for LeafDecodeQuery {
+    fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut out = Self::default();
+        for_each_pair(query, |key, value| match key {
+            "snowflakeId" => set_number(&mut out.snowflake_id, "snowflakeId", "invalid_id", value),
+            _ => Ok(()),
+        })?;
+        Ok(out)
+    }
+}
+
+/// Calls `visit` with each `key=value` pair, both percent-decoded (`+` is a space).
+fn for_each_pair(
+    query: &str,
+    mut visit: impl FnMut(&str, &str) -> Result<(), ApiError>,
+) -> Result<(), ApiError> {
+    for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        visit(&percent_decode(key)?, &percent_decode(value)?)?;
+    }
+    Ok(())
+}
+
+/// Stores the decimal `value` of parameter `name` in `slot`, refusing a second one.
+fn set_number(
+    slot: &mut Option<u64>,
+    name: &'static str,
+    code: &'static str,
+    value: &str,
+) -> Result<(), ApiError> {
+    if slot.is_some() {
+        return Err(ApiError::bad_request(
+            code,
+            format!("`{name}` is given more than once"),
+        ));
+    }
+    *slot = Some(parse_decimal(value).ok_or_else(|| {
+        ApiError::bad_request(
+            code,
+            format!(
+                "`{name}` must be a decimal integer in 0..=18446744073709551615, got `{}`",
+                echo(value)
+            ),
+        )
+    })?);
+    Ok(())
+}
+
+/// A plain decimal `u64`: digits only (no sign, no spaces), at most 20 of them, no overflow.
+pub(crate) fn parse_decimal(text: &str) -> Option<u64> {
+    if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Percent-decodes `raw`; borrows when there is nothing to decode. Malformed escapes are kept
+/// as they are (like browsers do); a result that is not UTF-8 is refused.
+fn percent_decode(raw: &str) -> Result<Cow<'_, str>, ApiError> {
+    if !raw.bytes().any(|b| b == b'%' || b == b'+') {
+        return Ok(Cow::Borrowed(raw));
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        match byte {
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b'%' => match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
+                (Some(high), Some(low)) => {
+                    out.push(high << 4 | low);
+                    i += 3;
+                }
+                _ => {
+                    out.push(b'%');
+                    i += 1;
+                }
+            },
+            other => {
+                out.push(other);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map(Cow::Owned).map_err(|_| {
+        ApiError::bad_request(
+            "invalid_query",
+            "the query string is not UTF-8 once percent-decoded",
+        )
+    })
+}
+
+fn hex(digit: Option<&u8>) -> Option<u8> {
+    match digit? {
+        d @ b'0'..=b'9' => Some(d - b'0'),
+        d @ b'a'..=b'f' => Some(d - b'a' + 10),
+        d @ b'A'..=b'F' => Some(d - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// The one path parameter of a route, percent-decoded.
+async fn path_param<S: Send + Sync>(
+    parts: &mut Parts,
+    state: &S,
+    code: &'static str,
+) -> Result<String, ApiError> {
+    let params = RawPathParams::from_request_parts(parts, state)
+        .await
+        .map_err(|_| {
+            ApiError::bad_request(code, "the path parameter is not UTF-8 once percent-decoded")
+        })?;
+    Ok(params
+        .iter()
+        .next()
+        .map(|(_, value)| value.to_owned())
+        .unwrap_or_default())
+}
+
+/// A validated tag from the path (`{tag}` or Leaf's `{key}`).
+#[derive(Debug)]
+pub(crate) struct TagPath(pub Tag);
+
+impl<S: Send + Sync> FromRequestParts<S> for TagPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "invalid_tag").await?;
+        Tag::new(&raw).map(TagPath).map_err(ApiError::from)
+    }
+}
+
+/// A decimal ID from the path.
+#[derive(Debug)]
+pub(crate) struct IdPath(pub u64);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdPath {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let raw = path_param(parts, state, "invalid_id").await?;
+        parse_decimal(&raw).map(IdPath).ok_or_else(|| {
+            ApiError::bad_request(
+                "invalid_id",
+                format!(
+                    "an ID is a decimal integer in 0..=18446744073709551615, got `{}`",
+                    echo(&raw)
+                ),
+            )
+        })
+    }
+}
+
+/// A JSON body; an empty body is `T::default()`. Unknown fields are refused by `T`'s serde
+/// attributes, a body over the limit is a 413.
+#[derive(Debug)]
+pub(crate) struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        "payload_too_large",
+                        format!("the request body is larger than {BODY_LIMIT} bytes"),
+                    )
+                } else {
+                    ApiError::bad_request("invalid_body", rejection.body_text())
+                }
+            })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(JsonBody(T::default()));
+        }
+        serde_json::from_slice(&bytes)
+            .map(JsonBody)
+            .map_err(|error| {
+                ApiError::bad_request(
+                    "invalid_json",
+                    format!("the body is not valid here: {error}"),
+                )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_strict() {
+        assert_eq!(parse_decimal("0"), Some(0));
+        assert_eq!(parse_decimal("18446744073709551615"), Some(u64::MAX));
+        for bad in [
+            "",
+            "+1",
+            "-1",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x10",
+            "18446744073709551616",
+            "abc",
+        ] {
+            assert_eq!(parse_decimal(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn queries_are_decoded_and_duplicates_refused() {
+        assert_eq!(
+            SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag").map_err(|e| e.code()),
+            Ok(SnowflakeQuery {
+                count: Some(10),
+                shard: Some(3)
+            })
+        );
+        assert_eq!(
+            SnowflakeQuery::from_query("").map_err(|e| e.code()),
+            Ok(SnowflakeQuery::default())
+        );
+        let code = |q: &str| SnowflakeQuery::from_query(q).err().map(|e| e.code());
+        assert_eq!(code("count=1&count=2"), Some("invalid_count"));
+        assert_eq!(code("count="), Some("invalid_count"));
+        assert_eq!(code("count"), Some("invalid_count"));
+        assert_eq!(code("shard=-1"), Some("invalid_shard"));
+        assert_eq!(code("count=%FF"), Some("invalid_query"));
+        assert_eq!(code("unused=%FF%FE"), Some("invalid_query"));
+    }
+
+    #[test]
+    fn percent_decoding_keeps_malformed_escapes() {
+        assert_eq!(percent_decode("a%2Fb+c").ok().as_deref(), Some("a/b c"));
+        assert_eq!(percent_decode("100%").ok().as_deref(), Some("100%"));
+        assert_eq!(percent_decode("%zz%4").ok().as_deref(), Some("%zz%4"));
+        assert!(matches!(
+            percent_decode("plain"),
+            Ok(Cow::Borrowed("plain"))
+        ));
+    }
+
+    #[test]
+    fn leaf_decode_reads_its_camel_case_parameter() {
+        assert_eq!(
+            LeafDecodeQuery::from_query("snowflakeId=42").map_err(|e| e.code()),
+            Ok(LeafDecodeQuery {
+                snowflake_id: Some(42)
+            })
+        );
+        assert_eq!(
+            SizeQuery::from_query("size=x").err().map(|e| e.code()),
+            Some("invalid_size")
+        );
+        assert_eq!(
+            CountQuery::from_query("count=7").map_err(|e| e.code()),
+            Ok(CountQuery { count: Some(7) })
+        );
+    }
+}

@@ -1,0 +1,87 @@
+//! What every handler shares: the ID service, the limits, the admin token and the metric
+//! handles registered once.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use idmint_core::Tag;
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use super::errors::ApiError;
+use super::metrics::Recorded;
+use super::HttpOptions;
+use crate::ids::Ids;
+
+/// The state of the router: cheap to clone (one `Arc`).
+#[derive(Debug, Clone)]
+pub(crate) struct AppState(Arc<Shared>);
+
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub ids: Arc<Ids>,
+    /// `None`: admin routes are open.
+    pub admin_token: Option<Box<[u8]>>,
+    pub max_count: u64,
+    pub max_lease_size: u64,
+    pub prometheus: Option<PrometheusHandle>,
+    pub recorded: Recorded,
+    /// The tag `/readyz` looks up to see that the store answers (it need not exist).
+    pub probe_tag: Option<Tag>,
+}
+
+impl AppState {
+    pub(crate) fn new(ids: Arc<Ids>, options: HttpOptions) -> Self {
+        let admin_token = match options.admin_token {
+            Some(token) if token.is_empty() => {
+                tracing::warn!("the admin token is empty: admin routes are open");
+                None
+            }
+            token => token.map(|t| t.into_bytes().into_boxed_slice()),
+        };
+        Self(Arc::new(Shared {
+            ids,
+            admin_token,
+            max_count: options.max_count.max(1),
+            max_lease_size: options.max_lease_size.max(1),
+            prometheus: options.metrics,
+            recorded: Recorded::register(),
+            probe_tag: Tag::new("idmint.readyz").ok(),
+        }))
+    }
+
+    /// `count` (default 1) checked against `1..=max_count`.
+    pub(crate) fn count(&self, count: Option<u64>) -> Result<u64, ApiError> {
+        check_range("count", "invalid_count", count.unwrap_or(1), self.max_count)
+    }
+
+    /// `size` (required) checked against `1..=max_lease_size`.
+    pub(crate) fn lease_size(&self, size: Option<u64>) -> Result<u64, ApiError> {
+        let size = size
+            .ok_or_else(|| ApiError::bad_request("invalid_size", "`size` is required: ?size=N"))?;
+        check_range("size", "invalid_size", size, self.max_lease_size)
+    }
+}
+
+fn check_range(
+    name: &'static str,
+    code: &'static str,
+    value: u64,
+    max: u64,
+) -> Result<u64, ApiError> {
+    if (1..=max).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ApiError::bad_request(
+            code,
+            format!("`{name}` must be in 1..={max}, got {value}"),
+        ))
+    }
+}
+
+impl Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}

@@ -1,0 +1,246 @@
+//! One connection: read, decode every complete command, run them in order, write all their
+//! replies with one write, repeat.
+//!
+//! Buffers are bounded: the read buffer holds at most one partial request (the codec refuses
+//! one above its [`Limits`](idmint_resp::Limits)) plus one read; the reply buffer is written
+//! out whenever it passes [`FLUSH_AT`] within a batch, so a pipeline of large
+//! `IDMINT.SNOWFLAKE COUNT 10000` requests cannot grow it without bound.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use idmint_resp::{Command, RequestDecoder};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::oneshot::{self, error::TryRecvError};
+
+use super::listener::Shared;
+use super::tags::TagCache;
+
+/// Initial capacity of a connection's read buffer; it grows only for large requests.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// Free space below which the read buffer is grown (or reclaimed) before the next read.
+const MIN_READ_SPACE: usize = 4 * 1024;
+
+/// Initial capacity of the reply buffer.
+const WRITE_BUFFER: usize = 16 * 1024;
+
+/// Replies buffered beyond this many bytes are written out before the next command runs.
+const FLUSH_AT: usize = 256 * 1024;
+
+/// What the connection does after a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Flow {
+    /// Go on with the next command.
+    Continue,
+    /// Write the replies so far, then close (`QUIT`).
+    Close,
+}
+
+/// A connection's state as the commands see it.
+pub(super) struct Session {
+    pub(super) shared: Arc<Shared>,
+    /// `CLIENT ID`.
+    pub(super) id: u64,
+    pub(super) peer: SocketAddr,
+    pub(super) local: Option<SocketAddr>,
+    pub(super) opened: Instant,
+    /// True once `AUTH` succeeded, or from the start when no token is set.
+    pub(super) authenticated: bool,
+    /// `CLIENT SETNAME`.
+    pub(super) name: Option<Bytes>,
+    /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
+    pub(super) lib_name: Option<Bytes>,
+    pub(super) lib_ver: Option<Bytes>,
+    pub(super) tags: TagCache,
+    /// `idmint_ids_issued_total{kind="snowflake"}` and the snowflakes issued since the last
+    /// flush.
+    snowflakes_issued: metrics::Counter,
+    pub(super) snowflakes_pending: u64,
+    /// Commands run since the last flush of the shared counter.
+    pub(super) commands_pending: u64,
+}
+
+impl Session {
+    fn new(shared: Arc<Shared>, peer: SocketAddr, local: Option<SocketAddr>) -> Self {
+        let authenticated = shared.options.admin_token.is_none();
+        Self {
+            id: shared.client_id(),
+            shared,
+            peer,
+            local,
+            opened: Instant::now(),
+            authenticated,
+            name: None,
+            lib_name: None,
+            lib_ver: None,
+            tags: TagCache::default(),
+            snowflakes_issued: metrics::counter!("idmint_ids_issued_total", "kind" => "snowflake"),
+            snowflakes_pending: 0,
+            commands_pending: 0,
+        }
+    }
+
+    /// Sends the counts gathered during a batch to the metrics recorder and `INFO`'s counters.
+    fn flush_counters(&mut self) {
+        self.tags.flush_metrics();
+        if self.snowflakes_pending > 0 {
+            self.snowflakes_issued.increment(self.snowflakes_pending);
+            self.snowflakes_pending = 0;
+        }
+        if self.commands_pending > 0 {
+            self.shared
+                .total_commands
+                .fetch_add(self.commands_pending, Ordering::Relaxed);
+            self.commands_pending = 0;
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.flush_counters();
+    }
+}
+
+/// Keeps the connection gauges right however the task ends (even when aborted).
+struct Connected(Arc<Shared>);
+
+impl Connected {
+    fn new(shared: &Arc<Shared>) -> Self {
+        shared.connected.fetch_add(1, Ordering::Relaxed);
+        shared.total_connections.fetch_add(1, Ordering::Relaxed);
+        metrics::gauge!("idmint_resp_connections").increment(1.0);
+        Self(Arc::clone(shared))
+    }
+}
+
+impl Drop for Connected {
+    fn drop(&mut self) {
+        self.0.connected.fetch_sub(1, Ordering::Relaxed);
+        metrics::gauge!("idmint_resp_connections").decrement(1.0);
+    }
+}
+
+/// Serves one connection until the peer closes it, it sends `QUIT` or a malformed request, an
+/// I/O error occurs, or the listener shuts down (`stop` resolves, or its sender is dropped).
+pub(super) async fn run(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+    mut stop: oneshot::Receiver<()>,
+) {
+    let _connected = Connected::new(&shared);
+    // Replies go out as soon as they are written: a client waiting for one reply must not
+    // wait for Nagle's algorithm.
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%peer, %error, "TCP_NODELAY not set");
+    }
+    let local = stream.local_addr().ok();
+    let mut session = Session::new(shared, peer, local);
+    tracing::trace!(%peer, client = session.id, "RESP connection opened");
+    match serve_connection(&mut stream, &mut session, &mut stop).await {
+        Ok(()) => tracing::trace!(%peer, client = session.id, "RESP connection closed"),
+        Err(error) => tracing::debug!(%peer, client = session.id, %error, "RESP connection ended"),
+    }
+}
+
+/// The read, execute, write loop.
+async fn serve_connection(
+    stream: &mut TcpStream,
+    session: &mut Session,
+    stop: &mut oneshot::Receiver<()>,
+) -> std::io::Result<()> {
+    let mut decoder = RequestDecoder::new(session.shared.options.limits);
+    let mut inbuf = BytesMut::with_capacity(READ_BUFFER);
+    let mut out = BytesMut::with_capacity(WRITE_BUFFER);
+    loop {
+        if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
+            // Reclaims the buffer's memory once the commands sliced from it are dropped.
+            inbuf.reserve(READ_BUFFER);
+        }
+        let read = tokio::select! {
+            biased;
+            read = stream.read_buf(&mut inbuf) => read?,
+            // Shutdown while waiting for a request: nothing is in flight, close.
+            _ = &mut *stop => return Ok(()),
+        };
+        if read == 0 {
+            return Ok(()); // the peer closed
+        }
+        let mut flow = Flow::Continue;
+        while flow == Flow::Continue {
+            match decoder.decode(&mut inbuf) {
+                Ok(Some(command)) => {
+                    flow = run_command(session, &command, &mut out).await;
+                    if out.len() >= FLUSH_AT {
+                        stream.write_all(&out).await?;
+                        out.clear();
+                    }
+                }
+                Ok(None) => break,
+                Err(error) => {
+                    // The stream can no longer be split into requests: answer, then close.
+                    tracing::debug!(peer = %session.peer, %error, "RESP protocol error");
+                    metrics::counter!("idmint_resp_protocol_errors_total").increment(1);
+                    error.write_reply(&mut out);
+                    flow = Flow::Close;
+                }
+            }
+        }
+        session.flush_counters();
+        if !out.is_empty() {
+            // One write for every reply of the batch: pipelining's whole point.
+            stream.write_all(&out).await?;
+            out.clear();
+        }
+        if flow == Flow::Close {
+            linger(stream, &mut inbuf).await;
+            return Ok(());
+        }
+        if !matches!(stop.try_recv(), Err(TryRecvError::Empty)) {
+            let _ = stream.shutdown().await;
+            return Ok(());
+        }
+    }
+}
+
+/// Closes after `QUIT` or a protocol error so that the peer reads the last reply.
+///
+/// Closing a socket with unread bytes in its receive queue makes the kernel send a reset,
+/// which may destroy the reply before the peer reads it (a client that pipelined more after
+/// `QUIT`, or kept sending a malformed request). So: send FIN, then read and discard what the
+/// peer still sends, for a bounded time and amount, until it closes its side.
+async fn linger(stream: &mut TcpStream, scratch: &mut BytesMut) {
+    const LINGER: Duration = Duration::from_millis(250);
+    const MAX_DISCARD: usize = 1024 * 1024;
+    if stream.shutdown().await.is_err() {
+        return;
+    }
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut discarded = 0;
+        while discarded < MAX_DISCARD {
+            scratch.clear();
+            scratch.reserve(READ_BUFFER);
+            match stream.read_buf(scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => discarded += n,
+            }
+        }
+    })
+    .await;
+}
+
+/// Runs one command, counting it.
+#[inline]
+async fn run_command(session: &mut Session, command: &Command, out: &mut BytesMut) -> Flow {
+    session.commands_pending += 1;
+    if let Some(flow) = session.execute_now(command, out) {
+        return flow;
+    }
+    session.execute(command, out).await
+}

@@ -1,0 +1,198 @@
+//! Small helpers shared by the commands: integer arguments, ID replies, and how an
+//! `idmint_core::Error` becomes a Redis error reply.
+
+use bytes::BytesMut;
+use idmint_core::Error;
+use idmint_resp::encode;
+
+/// Redis' wording for an argument that is not a 64-bit integer.
+pub(super) const NOT_AN_INTEGER: &str = "ERR value is not an integer or out of range";
+
+/// Redis' wording for options it cannot make sense of.
+pub(super) const SYNTAX_ERROR: &str = "ERR syntax error";
+
+/// A signed decimal integer as Redis reads one (an optional `-`, then digits); `None` for
+/// anything else, including overflow. No allocation.
+pub(super) fn parse_i64(arg: &[u8]) -> Option<i64> {
+    let (negative, digits) = match arg.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, arg),
+    };
+    if digits.is_empty() {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return None;
+        }
+        let digit = i64::from(d - b'0');
+        value = if negative {
+            value.checked_mul(10)?.checked_sub(digit)?
+        } else {
+            value.checked_mul(10)?.checked_add(digit)?
+        };
+    }
+    Some(value)
+}
+
+/// An unsigned decimal integer (digits only, up to `u64::MAX`).
+pub(super) fn parse_u64(arg: &[u8]) -> Option<u64> {
+    if arg.is_empty() {
+        return None;
+    }
+    arg.iter().try_fold(0u64, |value, &d| {
+        if d.is_ascii_digit() {
+            value.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        } else {
+            None
+        }
+    })
+}
+
+/// A count in `1..=max`: `COUNT n` and `INCRBY tag n`. Writes the error reply on failure.
+pub(super) fn parse_count(out: &mut BytesMut, arg: &[u8], what: &str, max: u64) -> Option<u64> {
+    match parse_i64(arg) {
+        None => {
+            encode::error(out, NOT_AN_INTEGER);
+            None
+        }
+        Some(n) => match u64::try_from(n) {
+            Ok(n) if (1..=max).contains(&n) => Some(n),
+            _ => {
+                encode::error_fmt(
+                    out,
+                    format_args!("ERR {what} must be between 1 and {max}, got {n}"),
+                );
+                None
+            }
+        },
+    }
+}
+
+/// An ID as an integer reply. Every ID idmint issues fits in 63 bits (snowflake layouts are
+/// at most 63 bits, segment IDs at most `i64::MAX`); should one not, it is refused rather than
+/// sent as a negative number.
+#[inline]
+pub(super) fn id(out: &mut BytesMut, id: u64) {
+    match i64::try_from(id) {
+        Ok(n) => encode::integer(out, n),
+        Err(_) => encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer")),
+    }
+}
+
+/// The reply for an error of the ID service.
+///
+/// - Retryable errors ([`Error::is_retryable`]: store down, buffers empty after the bounded
+///   wait, lease lost, clock behind) are `-TRYAGAIN`, the Redis code for "the same command may
+///   succeed later", with the word "unavailable" and the cause.
+/// - Everything else (bad tag, unknown tag, a shard too wide for the layout, an ID the layout
+///   cannot decode, an exhausted layout, a store that refused) is `-ERR` and the message.
+pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
+    if error.is_retryable() {
+        tracing::debug!(%error, "RESP command failed; retryable");
+        encode::error_fmt(
+            out,
+            format_args!("TRYAGAIN idmint is temporarily unavailable: {error}"),
+        );
+    } else {
+        tracing::debug!(%error, "RESP command failed");
+        encode::error_fmt(out, format_args!("ERR {error}"));
+    }
+}
+
+/// Compares two secrets in time that depends only on their lengths, not on where they differ.
+pub(super) fn secret_eq(given: &[u8], expected: &[u8]) -> bool {
+    if given.len() != expected.len() {
+        return false;
+    }
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+        == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_parse_like_redis() {
+        assert_eq!(parse_i64(b"0"), Some(0));
+        assert_eq!(parse_i64(b"42"), Some(42));
+        assert_eq!(parse_i64(b"-7"), Some(-7));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [
+            &b""[..],
+            b"-",
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"1.0",
+            b"9223372036854775808",
+            b"x",
+        ] {
+            assert_eq!(parse_i64(bad), None, "{}", bad.escape_ascii());
+        }
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        assert_eq!(parse_u64(b"-1"), None);
+        assert_eq!(parse_u64(b""), None);
+    }
+
+    #[test]
+    fn counts_are_bounded() {
+        let mut out = BytesMut::new();
+        assert_eq!(parse_count(&mut out, b"5", "COUNT", 10), Some(5));
+        assert!(out.is_empty());
+        assert_eq!(parse_count(&mut out, b"0", "COUNT", 10), None);
+        assert_eq!(&out[..], b"-ERR COUNT must be between 1 and 10, got 0\r\n");
+        out.clear();
+        assert_eq!(parse_count(&mut out, b"11", "COUNT", 10), None);
+        out.clear();
+        assert_eq!(parse_count(&mut out, b"-3", "COUNT", 10), None);
+        out.clear();
+        assert_eq!(parse_count(&mut out, b"ten", "COUNT", 10), None);
+        assert_eq!(
+            &out[..],
+            b"-ERR value is not an integer or out of range\r\n"
+        );
+    }
+
+    #[test]
+    fn errors_map_by_retryability() {
+        let mut out = BytesMut::new();
+        service_error(
+            &mut out,
+            &Error::StoreUnavailable("connection refused".into()),
+        );
+        assert_eq!(
+            &out[..],
+            b"-TRYAGAIN idmint is temporarily unavailable: store unavailable: connection refused\r\n"
+        );
+        out.clear();
+        service_error(&mut out, &Error::UnknownTag("x".into()));
+        assert_eq!(&out[..], b"-ERR unknown tag `x`\r\n");
+    }
+
+    #[test]
+    fn secrets_compare() {
+        assert!(secret_eq(b"s3cret", b"s3cret"));
+        assert!(!secret_eq(b"s3cret", b"s3creT"));
+        assert!(!secret_eq(b"s3cret", b"s3cre"));
+        assert!(secret_eq(b"", b""));
+    }
+
+    #[test]
+    fn ids_fit_or_are_refused() {
+        let mut out = BytesMut::new();
+        id(&mut out, 12);
+        id(&mut out, u64::MAX);
+        assert_eq!(
+            &out[..],
+            &b":12\r\n-ERR ID 18446744073709551615 does not fit a RESP integer\r\n"[..]
+        );
+    }
+}

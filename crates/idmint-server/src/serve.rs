@@ -1,0 +1,168 @@
+//! `idmint serve`: the store, the ID service and both front ends, started and stopped in order.
+//!
+//! Start: open the store (durability and schema checked), take a worker lease, bind HTTP and the
+//! Redis protocol, log what was bound. Stop (the `shutdown` future resolves, e.g. on SIGTERM):
+//! stop accepting, let requests in flight finish (bounded), then give unused segment tails back
+//! and release the worker lease with the last tick issued, so a restart continues with no gap and
+//! without borrowing time.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use idmint_core::layout::format_ms_rfc3339;
+use idmint_core::{Clock, Layout, SystemClock};
+use idmint_store::StoreOptions;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::config::ServeConfig;
+use crate::error::ServerError;
+use crate::http::{self, HttpOptions};
+use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use crate::resp::{self, RespOptions};
+
+/// Runs the server until `shutdown` resolves, then stops it gracefully.
+pub async fn run(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), ServerError> {
+    let metrics = install_metrics();
+    let layout = Layout::parse_with_epoch(&config.layout, config.epoch.as_deref())?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    let store_options = StoreOptions {
+        allow_non_durable: config.allow_non_durable,
+        ..StoreOptions::default()
+    };
+    let store = idmint_store::open(&config.store, &store_options).await?;
+    tracing::info!(store = %store.display_url, "store opened");
+    let ids_config = IdsConfig {
+        layout: layout.clone(),
+        datacenter: config.datacenter,
+        lease: LeaseConfig {
+            node_name: config.node_name.clone(),
+            worker_id: config.worker_id,
+            ..LeaseConfig::default()
+        },
+        snowflake: idmint_core::SnowflakeConfig::default(),
+        segments: SegmentOptions {
+            auto_create_tags: config.auto_create_tags,
+            default_step: config.default_step,
+            ..SegmentOptions::default()
+        },
+    };
+    let ids = Ids::start(ids_config, store, clock).await?;
+    let http_listener = bind("HTTP", config.http).await?;
+    let resp_listener = bind("Redis protocol", config.resp).await?;
+    log_started(&config, &layout, &ids, &http_listener, &resp_listener);
+
+    let (stop, stopped) = watch::channel(false);
+    let wait = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|stop| *stop).await;
+        }
+    };
+    let router = http::router(
+        Arc::clone(&ids),
+        HttpOptions {
+            admin_token: config.admin_token.clone(),
+            metrics,
+            ..HttpOptions::default()
+        },
+    );
+    let http_task = tokio::spawn(http::serve(http_listener, router, wait()));
+    let resp_options = RespOptions {
+        admin_token: config.admin_token.clone(),
+        ..RespOptions::default()
+    };
+    let resp_task = tokio::spawn(resp::serve(
+        resp_listener,
+        Arc::clone(&ids),
+        resp_options,
+        wait(),
+    ));
+
+    shutdown.await;
+    tracing::info!("shutting down: no new connections; finishing requests in flight");
+    let _ = stop.send(true);
+    let drained = tokio::time::timeout(config.drain_timeout, async {
+        let http = http_task.await;
+        let resp = resp_task.await;
+        (http, resp)
+    })
+    .await;
+    let outcome = match drained {
+        Ok((Ok(Err(source)), _)) => Err(ServerError::Serve {
+            what: "HTTP",
+            source,
+        }),
+        Ok((_, Ok(Err(source)))) => Err(ServerError::Serve {
+            what: "Redis protocol",
+            source,
+        }),
+        Ok(_) => Ok(()),
+        Err(_) => {
+            tracing::warn!(timeout = ?config.drain_timeout, "requests still in flight at the drain timeout");
+            Ok(())
+        }
+    };
+    ids.shutdown().await?;
+    tracing::info!("worker lease released; stopped");
+    outcome
+}
+
+/// Installs the Prometheus recorder for the process; a second server in the same process (tests)
+/// shares the first one's.
+fn install_metrics() -> Option<PrometheusHandle> {
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    match metrics::set_global_recorder(recorder) {
+        Ok(()) => Some(handle),
+        Err(_) => {
+            tracing::debug!("a metrics recorder is already installed in this process");
+            None
+        }
+    }
+}
+
+async fn bind(
+    what: &'static str,
+    address: std::net::SocketAddr,
+) -> Result<TcpListener, ServerError> {
+    TcpListener::bind(address)
+        .await
+        .map_err(|source| ServerError::Bind {
+            what,
+            address,
+            source,
+        })
+}
+
+/// What an operator needs to see at start: where it listens, what it mints, until when.
+fn log_started(
+    config: &ServeConfig,
+    layout: &Layout,
+    ids: &Ids,
+    http: &TcpListener,
+    resp: &TcpListener,
+) {
+    let address = |listener: &TcpListener| {
+        listener
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default()
+    };
+    let lease = ids.keeper().lease();
+    tracing::info!(
+        http = %address(http),
+        resp = %address(resp),
+        layout = %layout,
+        epoch = %format_ms_rfc3339(layout.epoch_ms()),
+        layout_runs_out = %format_ms_rfc3339(layout.ends_at_ms()),
+        worker_id = lease.worker_id,
+        datacenter = config.datacenter,
+        node = %config.node_name,
+        "idmint serving"
+    );
+}

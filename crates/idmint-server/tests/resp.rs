@@ -1,0 +1,1010 @@
+//! The Redis-protocol front end against a real SQLite store, driven by the `redis` crate, by
+//! raw TCP (malformed frames, inline commands) and by the real `redis-cli` and
+//! `redis-benchmark` (installed by `scripts/with-stores`, under which the tests run).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
+use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use idmint_server::resp::{serve, RespOptions};
+use idmint_store::StoreOptions;
+use redis::aio::MultiplexedConnection;
+use redis::{RedisError, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A layout with a shard field, so `SHARD k` can be checked in decoded IDs.
+const LAYOUT: &str = "time:41@1ms,worker:6,shard:4,seq:12";
+
+const TOKEN: &str = "s3cret-token";
+
+fn sqlite_url() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-server-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let file = dir.join(format!("resp-{}-{n}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    format!("sqlite://{}", file.display())
+}
+
+fn ids_config() -> IdsConfig {
+    IdsConfig {
+        layout: Layout::parse(LAYOUT).unwrap(),
+        datacenter: 0,
+        lease: LeaseConfig {
+            node_name: "resp-test".into(),
+            worker_id: None,
+            ttl: Duration::from_secs(3),
+            renew_every: Duration::from_millis(200),
+            hwm_lead: Duration::from_secs(1),
+        },
+        snowflake: SnowflakeConfig::default(),
+        segments: SegmentOptions::default(),
+    }
+}
+
+/// A running server: the ID service on a fresh SQLite file and `serve` on a loopback port.
+struct Server {
+    port: u16,
+    ids: Arc<Ids>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Server {
+    async fn start(options: RespOptions) -> Server {
+        Server::start_with(ids_config(), options).await
+    }
+
+    async fn start_with(config: IdsConfig, options: RespOptions) -> Server {
+        let store = idmint_store::open(&sqlite_url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let ids = Ids::start(config, store, clock).await.unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, Arc::clone(&ids), options, async move {
+            let _ = stopped.await;
+        }));
+        Server {
+            port,
+            ids,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    async fn open() -> Server {
+        Server::start(RespOptions::default()).await
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    async fn client(&self) -> MultiplexedConnection {
+        redis::Client::open(self.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
+
+    async fn raw(&self) -> TcpStream {
+        TcpStream::connect(("127.0.0.1", self.port)).await.unwrap()
+    }
+
+    /// Stops the listener (checking it returns promptly), then the ID service.
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("serve did not return after shutdown")
+            .unwrap()
+            .unwrap();
+        self.ids.shutdown().await.unwrap();
+    }
+}
+
+async fn query<T: redis::FromRedisValue>(
+    con: &mut MultiplexedConnection,
+    args: &[&str],
+) -> redis::RedisResult<T> {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query_async(con).await
+}
+
+async fn ok<T: redis::FromRedisValue>(con: &mut MultiplexedConnection, args: &[&str]) -> T {
+    match query(con, args).await {
+        Ok(value) => value,
+        Err(error) => panic!("{args:?}: {error}"),
+    }
+}
+
+/// The server error a command gets: (code, full message).
+async fn server_error(con: &mut MultiplexedConnection, args: &[&str]) -> (String, String) {
+    match query::<Value>(con, args).await {
+        Ok(value) => panic!("{args:?} succeeded with {value:?}"),
+        Err(error) => (describe(&error).0, describe(&error).1),
+    }
+}
+
+fn describe(error: &RedisError) -> (String, String) {
+    (
+        error.code().unwrap_or("<none>").to_owned(),
+        error.to_string(),
+    )
+}
+
+/// Everything the server sends on `stream` until it closes the connection.
+async fn read_to_close(stream: &mut TcpStream) -> String {
+    let mut all = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut all))
+        .await
+        .expect("the server did not close the connection")
+        .unwrap();
+    String::from_utf8_lossy(&all).into_owned()
+}
+
+/// Reads until `expected` bytes arrived (or times out).
+async fn read_exact_text(stream: &mut TcpStream, len: usize) -> String {
+    let mut buf = vec![0u8; len];
+    tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut buf))
+        .await
+        .expect("reply did not arrive")
+        .unwrap();
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+fn increasing(ids: &[i64]) -> bool {
+    ids.windows(2).all(|w| w[0] < w[1])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn incr_and_incrby_mint_segment_ids() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    let mut seen = Vec::new();
+    for i in 0..1_500 {
+        let name = if i % 2 == 0 { "INCR" } else { "incr" };
+        seen.push(ok::<i64>(&mut con, &[name, "orders"]).await);
+    }
+    assert!(increasing(&seen), "INCR not strictly increasing");
+    let before = *seen.last().unwrap();
+    // INCRBY returns the last of a contiguous run: last - 99 ..= last are ours.
+    let last: i64 = ok(&mut con, &["INCRBY", "orders", "100"]).await;
+    assert!(
+        last - 99 > before,
+        "run {}..={last} overlaps {before}",
+        last - 99
+    );
+    let after: i64 = ok(&mut con, &["INCR", "orders"]).await;
+    assert!(after > last);
+    // A run larger than what the segment has left still comes back contiguous.
+    let big: i64 = ok(&mut con, &["INCRBY", "orders", "10000"]).await;
+    assert!(big - 9_999 > after);
+    assert!(ok::<i64>(&mut con, &["INCR", "orders"]).await > big);
+    // Tags are independent sequences.
+    let other: i64 = ok(&mut con, &["INCR", "invoices"]).await;
+    assert!(other >= 1);
+
+    for (args, code, text) in [
+        (
+            &["INCRBY", "orders", "0"][..],
+            "ERR",
+            "increment must be between 1 and 10000",
+        ),
+        (
+            &["INCRBY", "orders", "10001"],
+            "ERR",
+            "increment must be between 1 and 10000",
+        ),
+        (
+            &["INCRBY", "orders", "-5"],
+            "ERR",
+            "increment must be between 1 and 10000",
+        ),
+        (
+            &["INCRBY", "orders", "abc"],
+            "ERR",
+            "value is not an integer or out of range",
+        ),
+        (&["INCR", "bad tag!"], "ERR", "invalid tag"),
+        (
+            &["INCR"],
+            "ERR",
+            "wrong number of arguments for 'incr' command",
+        ),
+        (
+            &["INCR", "a", "b"],
+            "ERR",
+            "wrong number of arguments for 'incr' command",
+        ),
+    ] {
+        let (got_code, message) = server_error(&mut con, args).await;
+        assert_eq!(got_code, code, "{args:?}: {message}");
+        assert!(message.contains(text), "{args:?}: {message}");
+    }
+    // The connection is still fine after errors.
+    assert!(ok::<i64>(&mut con, &["INCR", "orders"]).await > big);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn snowflakes_next_and_decode() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    let worker = server.ids.keeper().lease().worker_id.to_string();
+
+    let one: i64 = ok(&mut con, &["IDMINT.SNOWFLAKE"]).await;
+    assert!(one > 0);
+    let batch: Vec<i64> = ok(&mut con, &["idmint.snowflake", "COUNT", "50"]).await;
+    assert_eq!(batch.len(), 50);
+    assert!(increasing(&batch));
+    assert!(batch[0] > one);
+    let single: Vec<i64> = ok(&mut con, &["IDMINT.SNOWFLAKE", "count", "1"]).await;
+    assert_eq!(single.len(), 1, "COUNT 1 is still an array");
+
+    let sharded: Vec<i64> = ok(&mut con, &["IDMINT.SNOWFLAKE", "SHARD", "5", "COUNT", "3"]).await;
+    assert_eq!(sharded.len(), 3);
+    for id in &sharded {
+        let fields: HashMap<String, String> =
+            ok(&mut con, &["IDMINT.DECODE", &id.to_string()]).await;
+        assert_eq!(fields["shard"], "5", "{fields:?}");
+        assert_eq!(fields["worker"], worker, "{fields:?}");
+        assert_eq!(fields["id"], id.to_string());
+        assert!(fields.contains_key("time") && fields.contains_key("seq"));
+        assert!(fields["layout"].contains("shard:4"), "{fields:?}");
+    }
+    let lone: i64 = ok(&mut con, &["IDMINT.SNOWFLAKE", "SHARD", "15"]).await;
+    let fields: HashMap<String, String> = ok(&mut con, &["IDMINT.DECODE", &lone.to_string()]).await;
+    assert_eq!(fields["shard"], "15");
+    let unix_ms: u64 = fields["unix_ms"].parse().unwrap();
+    let now = SystemClock::new().now_ms();
+    assert!(
+        unix_ms <= now + 2_000 && unix_ms + 60_000 > now,
+        "{unix_ms} vs {now}"
+    );
+
+    let next: i64 = ok(&mut con, &["IDMINT.NEXT", "users"]).await;
+    let many: Vec<i64> = ok(&mut con, &["IDMINT.NEXT", "users", "COUNT", "25"]).await;
+    assert_eq!(many.len(), 25);
+    assert!(increasing(&many) && many[0] > next);
+    let incr: i64 = ok(&mut con, &["INCR", "users"]).await;
+    assert!(
+        incr > many[24],
+        "INCR and IDMINT.NEXT share the tag's sequence"
+    );
+
+    for (args, text) in [
+        (
+            &["IDMINT.SNOWFLAKE", "COUNT", "0"][..],
+            "COUNT must be between 1 and 10000",
+        ),
+        (
+            &["IDMINT.SNOWFLAKE", "COUNT", "10001"],
+            "COUNT must be between 1 and 10000",
+        ),
+        (&["IDMINT.SNOWFLAKE", "COUNT"], "syntax error"),
+        (&["IDMINT.SNOWFLAKE", "BOGUS", "1"], "syntax error"),
+        (
+            &["IDMINT.SNOWFLAKE", "SHARD", "x"],
+            "value is not an integer",
+        ),
+        (&["IDMINT.SNOWFLAKE", "SHARD", "16"], "shard"),
+        (
+            &["IDMINT.NEXT", "users", "COUNT", "x"],
+            "value is not an integer",
+        ),
+        (&["IDMINT.NEXT", "users", "LIMIT", "3"], "syntax error"),
+        (
+            &["IDMINT.NEXT"],
+            "wrong number of arguments for 'idmint.next' command",
+        ),
+        (&["IDMINT.DECODE", "abc"], "value is not an integer"),
+        (&["IDMINT.DECODE", "-1"], "value is not an integer"),
+    ] {
+        let (code, message) = server_error(&mut con, args).await;
+        assert_eq!(code, "ERR", "{args:?}: {message}");
+        assert!(message.contains(text), "{args:?}: {message}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_and_server_commands() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+
+    assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
+    assert_eq!(
+        ok::<String>(&mut con, &["ping", "hello there"]).await,
+        "hello there"
+    );
+    assert_eq!(ok::<String>(&mut con, &["ECHO", "x\r\ny"]).await, "x\r\ny");
+
+    // HELLO (and HELLO 2) answer RESP2 server info; HELLO 3 is refused like a Redis without
+    // RESP3, and the connection goes on in RESP2.
+    for args in [
+        &["HELLO"][..],
+        &["HELLO", "2"],
+        &["HELLO", "2", "SETNAME", "hello-name"],
+    ] {
+        let info: HashMap<String, Value> = ok(&mut con, args).await;
+        assert_eq!(
+            info["server"],
+            Value::BulkString(b"idmint".to_vec()),
+            "{info:?}"
+        );
+        assert_eq!(info["proto"], Value::Int(2));
+        assert_eq!(info["mode"], Value::BulkString(b"standalone".to_vec()));
+        assert_eq!(info["role"], Value::BulkString(b"master".to_vec()));
+        assert_eq!(info["modules"], Value::Array(vec![]));
+        assert!(matches!(info["id"], Value::Int(_)));
+    }
+    assert_eq!(
+        ok::<String>(&mut con, &["CLIENT", "GETNAME"]).await,
+        "hello-name"
+    );
+    let (code, _) = server_error(&mut con, &["HELLO", "3"]).await;
+    assert_eq!(code, "NOPROTO");
+    let (code, message) = server_error(&mut con, &["HELLO", "two"]).await;
+    assert_eq!(code, "ERR", "{message}");
+    assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
+
+    assert_eq!(
+        ok::<String>(&mut con, &["CLIENT", "SETNAME", "idmint-test"]).await,
+        "OK"
+    );
+    assert_eq!(
+        ok::<String>(&mut con, &["client", "getname"]).await,
+        "idmint-test"
+    );
+    assert_eq!(
+        ok::<String>(&mut con, &["CLIENT", "SETINFO", "LIB-NAME", "mylib"]).await,
+        "OK"
+    );
+    let id: i64 = ok(&mut con, &["CLIENT", "ID"]).await;
+    assert!(id > 0);
+    let info: String = ok(&mut con, &["CLIENT", "INFO"]).await;
+    assert!(info.contains(&format!("id={id} ")), "{info}");
+    assert!(
+        info.contains("name=idmint-test") && info.contains("lib-name=mylib"),
+        "{info}"
+    );
+    let (_, message) = server_error(&mut con, &["CLIENT", "SETNAME", "has space"]).await;
+    assert!(message.contains("cannot contain spaces"), "{message}");
+    let (_, message) = server_error(&mut con, &["CLIENT", "KILL", "x"]).await;
+    assert!(message.contains("unknown subcommand 'KILL'"), "{message}");
+
+    let info: String = ok(&mut con, &["INFO"]).await;
+    for line in [
+        "# Server",
+        "redis_version:",
+        "idmint_version:",
+        "# Clients",
+        "connected_clients:",
+        "# Stats",
+        "# Idmint",
+        "layout:time:41@1ms",
+        "worker_id:",
+    ] {
+        assert!(info.contains(line), "INFO lacks {line}: {info}");
+    }
+    let server_only: String = ok(&mut con, &["INFO", "server"]).await;
+    assert!(server_only.starts_with("# Server") && !server_only.contains("# Clients"));
+    assert_eq!(ok::<String>(&mut con, &["INFO", "nosuchsection"]).await, "");
+
+    let count: i64 = ok(&mut con, &["COMMAND", "COUNT"]).await;
+    assert!(count >= 15);
+    let table: Vec<Value> = ok(&mut con, &["COMMAND"]).await;
+    assert_eq!(table.len() as i64, count);
+    let docs: Vec<Value> = ok(&mut con, &["COMMAND", "DOCS"]).await;
+    assert!(docs.is_empty());
+    let listed: Vec<String> = ok(&mut con, &["COMMAND", "LIST"]).await;
+    assert!(listed.iter().any(|c| c == "idmint.snowflake"));
+    let infos: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", "incr", "nope"]).await;
+    assert!(matches!(&infos[0], Value::Array(fields) if fields.len() == 10));
+    assert_eq!(infos[1], Value::Nil);
+
+    let save: Vec<String> = ok(&mut con, &["CONFIG", "GET", "save"]).await;
+    assert_eq!(save, ["save", ""]);
+    let appendonly: Vec<String> = ok(&mut con, &["config", "get", "appendonly"]).await;
+    assert_eq!(appendonly, ["appendonly", "no"]);
+    let none: Vec<String> = ok(&mut con, &["CONFIG", "GET", "no-such-param"]).await;
+    assert!(none.is_empty());
+    let globbed: Vec<String> = ok(&mut con, &["CONFIG", "GET", "*"]).await;
+    assert!(globbed.len() >= 4 && globbed.len() % 2 == 0);
+    let (_, message) = server_error(&mut con, &["CONFIG", "SET", "save", ""]).await;
+    assert!(message.contains("not supported"), "{message}");
+
+    assert_eq!(ok::<String>(&mut con, &["SELECT", "0"]).await, "OK");
+    let (_, message) = server_error(&mut con, &["SELECT", "1"]).await;
+    assert!(message.contains("DB index is out of range"), "{message}");
+
+    let (code, message) = server_error(&mut con, &["AUTH", "x"]).await;
+    assert_eq!(code, "ERR");
+    assert!(
+        message.contains("without any password configured"),
+        "{message}"
+    );
+    // As with Redis' passwordless `default` user, clients that send credentials still connect.
+    assert_eq!(
+        ok::<String>(&mut con, &["AUTH", "default", "any"]).await,
+        "OK"
+    );
+    let (code, _) = server_error(&mut con, &["AUTH", "someone", "any"]).await;
+    assert_eq!(code, "WRONGPASS");
+    let url = format!("redis://default:any@127.0.0.1:{}/", server.port);
+    let mut with_credentials = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    assert!(ok::<i64>(&mut with_credentials, &["INCR", "t"]).await > 0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_is_required_when_a_token_is_set() {
+    let server = Server::start(RespOptions {
+        admin_token: Some(TOKEN.into()),
+        ..RespOptions::default()
+    })
+    .await;
+
+    let mut con = server.client().await;
+    assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
+    for args in [
+        &["INCR", "t"][..],
+        &["IDMINT.SNOWFLAKE"],
+        &["INFO"],
+        &["CLIENT", "ID"],
+    ] {
+        let (code, message) = server_error(&mut con, args).await;
+        assert_eq!(code, "NOAUTH", "{args:?}: {message}");
+    }
+    let (code, _) = server_error(&mut con, &["HELLO", "2"]).await;
+    assert_eq!(code, "NOAUTH");
+    let (code, _) = server_error(&mut con, &["AUTH", "wrong"]).await;
+    assert_eq!(code, "WRONGPASS");
+    let (code, _) = server_error(&mut con, &["AUTH", "someone", TOKEN]).await;
+    assert_eq!(code, "WRONGPASS");
+    let (code, _) = server_error(&mut con, &["INCR", "t"]).await;
+    assert_eq!(code, "NOAUTH", "a failed AUTH does not authenticate");
+    assert_eq!(ok::<String>(&mut con, &["AUTH", TOKEN]).await, "OK");
+    assert!(ok::<i64>(&mut con, &["INCR", "t"]).await > 0);
+    // RESET drops the authentication again.
+    assert_eq!(ok::<String>(&mut con, &["RESET"]).await, "RESET");
+    let (code, _) = server_error(&mut con, &["INCR", "t"]).await;
+    assert_eq!(code, "NOAUTH");
+    assert_eq!(
+        ok::<String>(&mut con, &["AUTH", "default", TOKEN]).await,
+        "OK"
+    );
+    assert!(ok::<i64>(&mut con, &["INCR", "t"]).await > 0);
+
+    // HELLO 2 AUTH authenticates and answers in one command.
+    let mut fresh = server.client().await;
+    let info: HashMap<String, Value> =
+        ok(&mut fresh, &["HELLO", "2", "AUTH", "default", TOKEN]).await;
+    assert_eq!(info["proto"], Value::Int(2));
+    assert!(ok::<i64>(&mut fresh, &["INCR", "t"]).await > 0);
+
+    // A client configured with the password authenticates when it connects ...
+    let url = format!("redis://:{TOKEN}@127.0.0.1:{}/", server.port);
+    let mut authed = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    assert!(ok::<i64>(&mut authed, &["INCR", "t"]).await > 0);
+    // ... and one with the wrong password fails to connect.
+    let url = format!("redis://:nope@127.0.0.1:{}/", server.port);
+    let refused = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await;
+    assert!(refused.is_err(), "a wrong password was accepted");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_errors_are_err_or_tryagain() {
+    let mut config = ids_config();
+    // 4 IDs per ms and no borrowing from the future: 1,000 IDs cannot be had in 20 ms.
+    config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
+    config.snowflake = SnowflakeConfig {
+        max_lead: Duration::ZERO,
+        max_wait: Duration::from_millis(20),
+        spread_bits: 0,
+    };
+    config.segments.auto_create_tags = false;
+    let server = Server::start_with(config, RespOptions::default()).await;
+    let mut con = server.client().await;
+    let (code, message) = server_error(&mut con, &["IDMINT.SNOWFLAKE", "COUNT", "1000"]).await;
+    assert_eq!(code, "TRYAGAIN", "{message}");
+    assert!(message.contains("unavailable"), "{message}");
+    let (code, message) = server_error(&mut con, &["INCR", "nope"]).await;
+    assert_eq!(code, "ERR", "{message}");
+    assert!(message.contains("unknown tag `nope`"), "{message}");
+    let (code, message) = server_error(&mut con, &["IDMINT.SNOWFLAKE", "SHARD", "1"]).await;
+    assert_eq!(code, "ERR", "a layout without a shard field: {message}");
+    assert!(ok::<i64>(&mut con, &["IDMINT.SNOWFLAKE"]).await > 0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_commands_are_refused_like_redis() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    let (code, message) = server_error(&mut con, &["XYZ", "a", "b c"]).await;
+    assert_eq!(code, "ERR");
+    assert!(
+        message.contains("unknown command 'XYZ', with args beginning with: 'a' 'b c'"),
+        "{message}"
+    );
+    assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
+
+    let mut raw = server.raw().await;
+    raw.write_all(b"GET k\r\n").await.unwrap();
+    let expected = "-ERR unknown command 'GET', with args beginning with: 'k' \r\n";
+    assert_eq!(read_exact_text(&mut raw, expected.len()).await, expected);
+
+    // An HTTP request is dropped before its body can run as inline commands, as by Redis.
+    let mut raw = server.raw().await;
+    let http = "POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 8\r\n\r\nINCR t\r\n";
+    raw.write_all(http.as_bytes()).await.unwrap();
+    assert_eq!(read_to_close(&mut raw).await, "");
+    let mut raw = server.raw().await;
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    assert!(read_to_close(&mut raw)
+        .await
+        .starts_with("-ERR unknown command 'GET'"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_commands_are_answered_in_order() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+
+    let mut pipe = redis::pipe();
+    for _ in 0..100 {
+        pipe.cmd("INCR").arg("pipelined");
+    }
+    let ids: Vec<i64> = pipe.query_async(&mut con).await.unwrap();
+    assert_eq!(ids.len(), 100);
+    assert!(increasing(&ids));
+
+    let mut pipe = redis::pipe();
+    for i in 0..100 {
+        match i % 4 {
+            0 => pipe.cmd("ECHO").arg(format!("echo-{i}")),
+            1 => pipe.cmd("INCR").arg("pipelined"),
+            2 => pipe.cmd("IDMINT.SNOWFLAKE").arg("COUNT").arg(2),
+            _ => pipe.cmd("NOSUCH").arg(i),
+        };
+    }
+    // The unknown commands' errors come back in place, not as a failure of the pipeline.
+    let replies: Vec<Value> = pipe.ignore_errors().query_async(&mut con).await.unwrap();
+    assert_eq!(replies.len(), 100);
+    let mut last_incr = *ids.last().unwrap();
+    for (i, reply) in replies.iter().enumerate() {
+        match (i % 4, reply) {
+            (0, Value::BulkString(text)) => assert_eq!(text, format!("echo-{i}").as_bytes()),
+            (1, Value::Int(id)) => {
+                assert!(*id > last_incr);
+                last_incr = *id;
+            }
+            (2, Value::Array(pair)) => assert_eq!(pair.len(), 2),
+            (3, Value::ServerError(error)) => assert_eq!(error.code(), "ERR"),
+            (_, other) => panic!("reply {i} out of order: {other:?}"),
+        }
+    }
+
+    // Raw: a single write holding many commands gets all the replies, in order.
+    let mut raw = server.raw().await;
+    let mut request = Vec::new();
+    for i in 0..200 {
+        request.extend_from_slice(
+            format!("*2\r\n$4\r\nECHO\r\n${}\r\n{i}\r\n", i.to_string().len()).as_bytes(),
+        );
+    }
+    raw.write_all(&request).await.unwrap();
+    let expected: String = (0..200)
+        .map(|i: i32| format!("${}\r\n{i}\r\n", i.to_string().len()))
+        .collect();
+    assert_eq!(read_exact_text(&mut raw, expected.len()).await, expected);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_frames_get_a_protocol_error_and_close_only_their_connection() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    assert!(ok::<i64>(&mut con, &["INCR", "steady"]).await > 0);
+
+    for (request, expected) in [
+        (
+            &b"*1\r\n$x\r\n"[..],
+            "-ERR Protocol error: invalid bulk length\r\n",
+        ),
+        (
+            b"*1\r\n$1000000000\r\n",
+            "-ERR Protocol error: bulk length 1000000000 exceeds the limit",
+        ),
+        (
+            b"*2\r\n*1\r\n$4\r\nPING\r\n",
+            "-ERR Protocol error: nested arrays are not allowed",
+        ),
+        (
+            b"*abc\r\n",
+            "-ERR Protocol error: invalid multibulk length\r\n",
+        ),
+        (
+            b"*1\r\n:5\r\n",
+            "-ERR Protocol error: expected '$', got ':'",
+        ),
+        (
+            b"*-5\r\n",
+            "-ERR Protocol error: invalid multibulk length -5: negative",
+        ),
+        (
+            b"*1\r\n$4\r\nPINGxx",
+            "-ERR Protocol error: expected CRLF after the bulk string data",
+        ),
+        (
+            b"\"unbalanced\r\n",
+            "-ERR Protocol error: unbalanced quotes",
+        ),
+        (
+            b"\x00\xff\x01garbage'x\r\n",
+            "-ERR Protocol error: unbalanced quotes",
+        ),
+        // Commands before the bad frame are answered first.
+        (
+            b"PING\r\n*1\r\n$-1\r\n",
+            "+PONG\r\n-ERR Protocol error: null bulk",
+        ),
+    ] {
+        let mut raw = server.raw().await;
+        raw.write_all(request).await.unwrap();
+        let reply = read_to_close(&mut raw).await;
+        assert!(
+            reply.starts_with(expected),
+            "{}: got {reply:?}",
+            request.escape_ascii()
+        );
+        assert!(
+            reply.ends_with("\r\n") && reply.matches("\r\n").count() <= 2,
+            "{reply:?}"
+        );
+        // The other connection is unaffected.
+        assert!(ok::<i64>(&mut con, &["INCR", "steady"]).await > 0);
+    }
+
+    // An endless inline line is cut off at the limit.
+    let mut raw = server.raw().await;
+    // One byte over the limit: the server has read it all when it refuses the line.
+    let junk = vec![b'a'; 64 * 1024 + 1];
+    let _ = raw.write_all(&junk).await;
+    let reply = read_to_close(&mut raw).await;
+    assert!(
+        reply.starts_with("-ERR Protocol error: too big inline request"),
+        "{reply:?}"
+    );
+    assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inline_commands_and_quit_over_raw_tcp() {
+    let server = Server::open().await;
+    let mut raw = server.raw().await;
+    raw.write_all(b"PING\r\n").await.unwrap();
+    assert_eq!(read_exact_text(&mut raw, 7).await, "+PONG\r\n");
+    raw.write_all(b"INCR t\r\nincr t\n").await.unwrap();
+    let mut replies = String::new();
+    while replies.matches("\r\n").count() < 2 {
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(n > 0, "closed early");
+        replies.push_str(std::str::from_utf8(&buf[..n]).unwrap());
+    }
+    let ids: Vec<i64> = replies
+        .lines()
+        .map(|l| l.strip_prefix(':').unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids[1] > ids[0]);
+    raw.write_all(b"ECHO \"a b\"\r\nQUIT\r\nPING\r\n")
+        .await
+        .unwrap();
+    // QUIT answers OK and closes: the PING after it is never answered.
+    assert_eq!(read_to_close(&mut raw).await, "$3\r\na b\r\n+OK\r\n");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_beyond_the_limit_are_refused() {
+    let server = Server::start(RespOptions {
+        max_connections: 1,
+        ..RespOptions::default()
+    })
+    .await;
+    let mut first = server.raw().await;
+    first.write_all(b"PING\r\n").await.unwrap();
+    assert_eq!(read_exact_text(&mut first, 7).await, "+PONG\r\n");
+    let mut second = server.raw().await;
+    assert_eq!(
+        read_to_close(&mut second).await,
+        "-ERR max number of clients reached\r\n"
+    );
+    drop(first);
+    // The slot frees once the first connection is gone.
+    let mut third = None;
+    for _ in 0..50 {
+        let mut raw = server.raw().await;
+        raw.write_all(b"PING\r\n").await.unwrap();
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(5), raw.read(&mut buf))
+            .await
+            .unwrap()
+            .unwrap();
+        if &buf[..n] == b"+PONG\r\n" {
+            third = Some(raw);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(third.is_some(), "the connection slot was never freed");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_closes_idle_connections_and_stops_accepting() {
+    let server = Server::open().await;
+    let port = server.port;
+    let mut idle = server.raw().await;
+    idle.write_all(b"PING\r\n").await.unwrap();
+    assert_eq!(read_exact_text(&mut idle, 7).await, "+PONG\r\n");
+    let mut con = server.client().await;
+    assert!(ok::<i64>(&mut con, &["INCR", "t"]).await > 0);
+    let started = std::time::Instant::now();
+    server.stop().await;
+    // Not a speed check: an idle connection must be closed at once, not cut off when the
+    // 5 s grace period for busy ones runs out.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(read_to_close(&mut idle).await, "");
+    assert!(query::<i64>(&mut con, &["INCR", "t"]).await.is_err());
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).await.is_err(),
+        "still accepting"
+    );
+}
+
+/// The Prometheus recorder, installed once for this test binary.
+fn prometheus() -> &'static metrics_exporter_prometheus::PrometheusHandle {
+    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
+        std::sync::OnceLock::new();
+    HANDLE.get_or_init(|| {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .install_recorder()
+            .unwrap()
+    })
+}
+
+/// The value of the sample line starting with `series`, 0 when absent.
+fn sample(rendered: &str, series: &str) -> f64 {
+    rendered
+        .lines()
+        .find_map(|line| line.strip_prefix(series))
+        .map_or(0.0, |value| value.trim().parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_issued_are_counted_per_kind_and_tag() {
+    let metrics = prometheus();
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    let segment = r#"idmint_ids_issued_total{kind="segment",tag="metered"}"#;
+    let snowflake = r#"idmint_ids_issued_total{kind="snowflake"}"#;
+    let snowflakes_before = sample(&metrics.render(), snowflake);
+    for _ in 0..10 {
+        let _: i64 = ok(&mut con, &["INCR", "metered"]).await;
+    }
+    let _: i64 = ok(&mut con, &["INCRBY", "metered", "5"]).await;
+    let _: Vec<i64> = ok(&mut con, &["IDMINT.NEXT", "metered", "COUNT", "4"]).await;
+    let _: Vec<i64> = ok(&mut con, &["IDMINT.SNOWFLAKE", "COUNT", "7"]).await;
+    // Counts are flushed before each batch's replies are written.
+    let rendered = metrics.render();
+    assert_eq!(sample(&rendered, segment), 19.0, "{rendered}");
+    assert!(
+        sample(&rendered, snowflake) >= snowflakes_before + 7.0,
+        "{rendered}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_lets_a_command_in_flight_finish() {
+    let mut config = ids_config();
+    // 4 IDs per ms and at most 20 ms borrowed: a batch of 1,000 waits its whole `max_wait`
+    // (1.5 s) and fails; it is in flight meanwhile.
+    config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
+    config.snowflake = SnowflakeConfig {
+        max_lead: Duration::from_millis(20),
+        max_wait: Duration::from_millis(1_500),
+        spread_bits: 0,
+    };
+    let server = Server::start_with(config, RespOptions::default()).await;
+    let mut raw = server.raw().await;
+    raw.write_all(b"PING\r\n").await.unwrap();
+    assert_eq!(read_exact_text(&mut raw, 7).await, "+PONG\r\n");
+    raw.write_all(b"IDMINT.SNOWFLAKE COUNT 1000\r\nPING\r\n")
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let stopping = tokio::spawn(server.stop());
+    // The batch being run is finished and answered (both commands had arrived), then the
+    // connection closes.
+    let reply = read_to_close(&mut raw).await;
+    assert!(reply.starts_with("-TRYAGAIN "), "{reply}");
+    assert!(reply.ends_with("\r\n+PONG\r\n"), "{reply}");
+    stopping.await.unwrap();
+}
+
+/// The path of `program`, or a failure explaining how to get it.
+fn tool(program: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "{program} is not on PATH: run the tests under scripts/with-stores, which \
+                 installs redis-tools (or install the redis-tools package)"
+            )
+        })
+}
+
+/// Runs a program to completion off the async threads; returns (status, stdout, stderr).
+async fn run_tool(program: &str, args: Vec<String>) -> (std::process::ExitStatus, String, String) {
+    let path = tool(program);
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(path)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_cli_and_redis_benchmark_work_unmodified() {
+    let server = Server::open().await;
+    let port = server.port.to_string();
+    let cli = |args: &[&str]| {
+        let mut all = vec!["-p".to_owned(), port.clone()];
+        all.extend(args.iter().map(|a| (*a).to_owned()));
+        run_tool("redis-cli", all)
+    };
+
+    let (status, out, err) = cli(&["INCR", "cli"]).await;
+    assert!(status.success(), "{err}");
+    let first: i64 = out.trim().parse().unwrap_or_else(|_| panic!("{out:?}"));
+    let (_, out, _) = cli(&["INCR", "cli"]).await;
+    assert!(out.trim().parse::<i64>().unwrap() > first);
+    let (status, out, _) = cli(&["PING"]).await;
+    assert!(status.success());
+    assert_eq!(out.trim(), "PONG");
+    let (status, out, err) = cli(&["IDMINT.SNOWFLAKE", "COUNT", "3"]).await;
+    assert!(status.success(), "{err}");
+    let ids: Vec<i64> = out.lines().map(|l| l.trim().parse().unwrap()).collect();
+    assert_eq!(ids.len(), 3, "{out:?}");
+    assert!(increasing(&ids));
+    let (_, out, _) = cli(&["INFO", "server"]).await;
+    assert!(out.contains("redis_version:"), "{out}");
+    let (_, out, _) = cli(&["NOSUCH"]).await;
+    assert!(out.contains("unknown command 'NOSUCH'"), "{out}");
+
+    let mut con = server.client().await;
+    let before: i64 = ok(&mut con, &["INCR", "bench"]).await;
+    let args = [
+        "-p", &port, "-n", "10000", "-c", "10", "-q", "INCR", "bench",
+    ];
+    let (status, out, err) = run_tool(
+        "redis-benchmark",
+        args.iter().map(|a| (*a).to_owned()).collect(),
+    )
+    .await;
+    assert!(status.success(), "redis-benchmark failed: {out}\n{err}");
+    assert!(out.contains("requests per second"), "{out}\n{err}");
+    assert!(!err.contains("WARNING"), "redis-benchmark warned: {err}");
+    let after: i64 = ok(&mut con, &["INCR", "bench"]).await;
+    assert!(
+        after - before > 10_000,
+        "{before} -> {after}: not every INCR was served"
+    );
+    server.stop().await;
+}
+
+/// Not a test: a throughput measurement, run by hand in a release build:
+///
+/// ```text
+/// cargo test --release -p idmint-server --test resp -- --ignored --nocapture benchmark
+/// ```
+///
+/// It prints what `redis-benchmark -c 50 -P 16 -n 200000 -q INCR tag` reports against this
+/// server (compare with the same command against `redis-server`; see BENCHMARKS.md).
+/// `IDMINT_RESP_BENCH_ARGS` replaces the `redis-benchmark` arguments. With
+/// `IDMINT_RESP_BENCH_PORT` set, it serves on that port for `IDMINT_RESP_BENCH_SECS` (default
+/// 60) seconds instead, for benchmarks run from outside; `TOKIO_WORKER_THREADS` sets the
+/// runtime's threads.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement, not a test: run it by hand in a release build"]
+async fn benchmark_incr_with_redis_benchmark() {
+    if let Ok(port) = std::env::var("IDMINT_RESP_BENCH_PORT") {
+        let secs = std::env::var("IDMINT_RESP_BENCH_SECS").map_or(60, |s| s.parse().unwrap());
+        let store = idmint_store::open(&sqlite_url(), &StoreOptions::default())
+            .await
+            .unwrap();
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let ids = Ids::start(ids_config(), store, clock).await.unwrap();
+        let listener = TcpListener::bind(format!("127.0.0.1:{port}"))
+            .await
+            .unwrap();
+        println!("serving on port {port} for {secs} s");
+        let stop = tokio::time::sleep(Duration::from_secs(secs));
+        serve(listener, Arc::clone(&ids), RespOptions::default(), stop)
+            .await
+            .unwrap();
+        ids.shutdown().await.unwrap();
+        return;
+    }
+    let server = Server::open().await;
+    let port = server.port.to_string();
+    let extra = std::env::var("IDMINT_RESP_BENCH_ARGS")
+        .unwrap_or_else(|_| "-c 50 -P 16 -n 200000 -q INCR tag".to_owned());
+    let mut args = vec!["-p".to_owned(), port];
+    args.extend(extra.split_whitespace().map(str::to_owned));
+    for _ in 0..3 {
+        let (status, out, err) = run_tool("redis-benchmark", args.clone()).await;
+        assert!(status.success(), "{out}\n{err}");
+        let summary = out.rsplit('\r').next().unwrap_or(&out).trim().to_owned();
+        println!("idmint: {summary}");
+    }
+    server.stop().await;
+}

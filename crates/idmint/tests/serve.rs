@@ -1,0 +1,164 @@
+//! `idmint serve` as a real process, driven over HTTP and the Redis protocol, stopped with
+//! SIGTERM and restarted: on the embedded store and on PostgreSQL.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// A running `idmint serve` and the addresses it bound.
+struct Server {
+    child: Child,
+    http: String,
+    resp: String,
+}
+
+impl Server {
+    /// Starts the binary on `store` with OS-chosen ports; returns once it logged that it serves.
+    fn start(store: &str, node: &str) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+            .args([
+                "serve",
+                "--store",
+                store,
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+            ])
+            .args(["--node-name", node])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let serving = loop {
+            let line = lines
+                .next()
+                .expect("idmint serve exited before serving")
+                .unwrap();
+            if line.contains("idmint serving") {
+                break line;
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let field = |name: &str| {
+            let start = serving.find(&format!("{name}=")).unwrap() + name.len() + 1;
+            serving[start..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        Self {
+            http: format!("http://{}", field("http")),
+            resp: format!("redis://{}/", field("resp")),
+            child,
+        }
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "idmint serve exited with {status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("idmint serve did not stop within 10 s of SIGTERM");
+    }
+}
+
+fn ids_of(body: &serde_json::Value) -> Vec<u64> {
+    body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Round trips over both protocols, a graceful stop, and a restart that continues the tag.
+async fn serves_and_restarts_without_gap(store: String) {
+    let server = Server::start(&store, "serve-test");
+    let http = reqwest::Client::new();
+    let snowflakes: serde_json::Value = http
+        .get(format!("{}/v1/snowflake?count=5", server.http))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let snowflakes = ids_of(&snowflakes);
+    assert_eq!(snowflakes.len(), 5);
+    assert!(snowflakes.windows(2).all(|w| w[0] < w[1]));
+    let segment: serde_json::Value = http
+        .get(format!("{}/v1/segment/orders?count=3", server.http))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let segment = ids_of(&segment);
+    let client = redis::Client::open(server.resp.as_str()).unwrap();
+    let mut resp = client.get_multiplexed_async_connection().await.unwrap();
+    let next: u64 = redis::cmd("INCR")
+        .arg("orders")
+        .query_async(&mut resp)
+        .await
+        .unwrap();
+    assert_eq!(next, segment[2] + 1);
+    drop(resp);
+    server.stop();
+
+    // Graceful stop gave the tail back: a restart continues the tag right after.
+    let again = Server::start(&store, "serve-test");
+    let client = redis::Client::open(again.resp.as_str()).unwrap();
+    let mut resp = client.get_multiplexed_async_connection().await.unwrap();
+    let after: u64 = redis::cmd("INCR")
+        .arg("orders")
+        .query_async(&mut resp)
+        .await
+        .unwrap();
+    assert_eq!(
+        after,
+        next + 1,
+        "a gap or an overlap across a graceful restart"
+    );
+    drop(resp);
+    again.stop();
+}
+
+#[tokio::test]
+async fn serves_on_the_embedded_store() {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-serve-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!(
+        "serve-{}-{}.db",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    serves_and_restarts_without_gap(format!("sqlite://{}", file.display())).await;
+}
+
+#[tokio::test]
+async fn serves_on_postgres() {
+    let url = std::env::var("IDMINT_TEST_POSTGRES_URL")
+        .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test");
+    serves_and_restarts_without_gap(url).await;
+}
