@@ -9,6 +9,7 @@
 //! stderr); 1 for any other failure. A reader that closes the pipe early
 //! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
 
+mod cmd_client;
 mod cmd_decode;
 mod cmd_layout;
 mod cmd_serve;
@@ -22,6 +23,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use idmint_core::clock::wall_clock_ms;
 
+use crate::cmd_client::{NextArgs, TagsArgs};
 use crate::cmd_decode::DecodeArgs;
 use crate::cmd_layout::LayoutArgs;
 use crate::cmd_serve::ServeArgs;
@@ -40,12 +42,18 @@ struct Cli {
     command: Command,
 }
 
-/// The subcommands. `next` and `tags` will join them here.
+/// The subcommands.
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Serve IDs over HTTP (JSON and Leaf's API) and the Redis protocol, until SIGINT/SIGTERM.
     #[command(after_help = EXIT_STATUS_HELP)]
     Serve(ServeArgs),
+    /// Take IDs from a running server: snowflakes, or segment IDs of --tag; one per line.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Next(NextArgs),
+    /// List, create and change the segment tags of a running server.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Tags(TagsArgs),
     /// Show a snowflake layout: its fields, capacity and when it runs out.
     #[command(after_help = EXIT_STATUS_HELP)]
     Layout(LayoutArgs),
@@ -62,6 +70,8 @@ fn main() -> ExitCode {
     let mut warn = io::stderr();
     let result = match &cli.command {
         Command::Serve(args) => cmd_serve::run(args),
+        Command::Next(args) => cmd_client::next(args, &mut out),
+        Command::Tags(args) => cmd_client::tags(args, &mut out),
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
     }

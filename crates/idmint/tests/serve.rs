@@ -2,84 +2,11 @@
 //! SIGTERM and restarted: on the embedded store and on PostgreSQL.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-/// A running `idmint serve` and the addresses it bound.
-struct Server {
-    child: Child,
-    http: String,
-    resp: String,
-}
-
-impl Server {
-    /// Starts the binary on `store` with OS-chosen ports; returns once it logged that it serves.
-    fn start(store: &str, node: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
-            .args([
-                "serve",
-                "--store",
-                store,
-                "--http",
-                "127.0.0.1:0",
-                "--resp",
-                "127.0.0.1:0",
-            ])
-            .args(["--node-name", node])
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let serving = loop {
-            let line = lines
-                .next()
-                .expect("idmint serve exited before serving")
-                .unwrap();
-            if line.contains("idmint serving") {
-                break line;
-            }
-        };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        let field = |name: &str| {
-            let start = serving.find(&format!("{name}=")).unwrap() + name.len() + 1;
-            serving[start..]
-                .split_whitespace()
-                .next()
-                .unwrap()
-                .to_owned()
-        };
-        Self {
-            http: format!("http://{}", field("http")),
-            resp: format!("redis://{}/", field("resp")),
-            child,
-        }
-    }
-
-    /// Sends SIGTERM and waits for a clean exit.
-    fn stop(mut self) {
-        let pid = self.child.id().to_string();
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-        for _ in 0..200 {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "idmint serve exited with {status}");
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.child.kill();
-        panic!("idmint serve did not stop within 10 s of SIGTERM");
-    }
-}
+use common::Server;
 
 fn ids_of(body: &serde_json::Value) -> Vec<u64> {
     body["ids"]

@@ -1,0 +1,268 @@
+//! `idmint next` and `idmint tags`: clients of a running `idmint serve`, over its HTTP API.
+//!
+//! Errors the server answers with (`{"error": {"code", "message"}}`) are shown as they are, and a
+//! server that cannot be reached is named by its URL.
+
+use std::io::Write;
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::{json, Value};
+
+use crate::error::InputError;
+
+/// Where the server is and how to authenticate.
+#[derive(Debug, Clone, Args)]
+pub struct ServerOpts {
+    /// The server's HTTP address.
+    #[arg(
+        long,
+        global = true,
+        value_name = "URL",
+        env = "IDMINT_SERVER",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub server: String,
+
+    /// Token for the admin routes (tags), if the server has one.
+    #[arg(
+        long,
+        global = true,
+        value_name = "TOKEN",
+        env = "IDMINT_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
+    pub admin_token: Option<String>,
+}
+
+/// `idmint next`: IDs from a running server, one per line.
+#[derive(Debug, Clone, Args)]
+pub struct NextArgs {
+    /// Segment IDs of this tag; snowflakes when absent.
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
+
+    /// How many IDs (1 to 10000).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub count: u64,
+
+    /// Shard placed in snowflakes (layouts with a shard field).
+    #[arg(long, value_name = "K")]
+    pub shard: Option<u64>,
+
+    /// The server.
+    #[command(flatten)]
+    pub server: ServerOpts,
+}
+
+/// `idmint tags ...`: segment tags of a running server.
+#[derive(Debug, Clone, Args)]
+pub struct TagsArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub action: TagsAction,
+
+    /// The server.
+    #[command(flatten)]
+    pub server: ServerOpts,
+}
+
+/// The tag actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum TagsAction {
+    /// Every tag: name, next ID, step, description.
+    List {
+        /// Print the server's JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Create a tag (or update its step and description if it exists).
+    Create {
+        /// The tag: 1 to 128 characters of A-Z a-z 0-9 _ . : -
+        tag: String,
+        /// Its step: the smallest range a node takes at once.
+        #[arg(long, value_name = "N")]
+        step: Option<u64>,
+        /// Free text for operators.
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
+    },
+    /// Change a tag's step.
+    SetStep {
+        /// The tag.
+        tag: String,
+        /// The new step.
+        step: u64,
+    },
+}
+
+/// Runs `idmint next`.
+pub fn next(args: &NextArgs, out: &mut impl Write) -> Result<()> {
+    if args.count == 0 || args.count > 10_000 {
+        return Err(
+            InputError::new("--count", format!("must be 1 to 10000, got {}", args.count)).into(),
+        );
+    }
+    let base = base_url(&args.server)?;
+    let url = match &args.tag {
+        Some(tag) => format!("{base}/v1/segment/{}?count={}", check_tag(tag)?, args.count),
+        None => {
+            let shard = args
+                .shard
+                .map(|k| format!("&shard={k}"))
+                .unwrap_or_default();
+            format!("{base}/v1/snowflake?count={}{shard}", args.count)
+        }
+    };
+    let body = call(reqwest::Method::GET, &url, None, &args.server)?;
+    for id in body["ids"]
+        .as_array()
+        .ok_or_else(|| anyhow!("unexpected answer from {base}: {body}"))?
+    {
+        writeln!(out, "{}", id.as_str().unwrap_or_default())?;
+    }
+    Ok(())
+}
+
+/// Runs `idmint tags ...`.
+pub fn tags(args: &TagsArgs, out: &mut impl Write) -> Result<()> {
+    let base = base_url(&args.server)?;
+    match &args.action {
+        TagsAction::List { json } => {
+            let body = call(
+                reqwest::Method::GET,
+                &format!("{base}/v1/tags"),
+                None,
+                &args.server,
+            )?;
+            if *json {
+                writeln!(out, "{body}")?;
+                return Ok(());
+            }
+            writeln!(
+                out,
+                "{:<32} {:>20} {:>10}  description",
+                "tag", "next id", "step"
+            )?;
+            for tag in body["tags"].as_array().into_iter().flatten() {
+                writeln!(
+                    out,
+                    "{:<32} {:>20} {:>10}  {}",
+                    text(&tag["tag"]),
+                    text(&tag["max_id"]),
+                    text(&tag["step"]),
+                    text(&tag["description"])
+                )?;
+            }
+        }
+        TagsAction::Create {
+            tag,
+            step,
+            description,
+        } => {
+            if *step == Some(0) {
+                return Err(InputError::new("--step", "must be at least 1").into());
+            }
+            let body = json!({ "step": step, "description": description });
+            let answer = put_tag(&base, tag, body, &args.server)?;
+            writeln!(out, "{answer}")?;
+        }
+        TagsAction::SetStep { tag, step } => {
+            if *step == 0 {
+                return Err(InputError::new("STEP", "must be at least 1").into());
+            }
+            let answer = put_tag(&base, tag, json!({ "step": step }), &args.server)?;
+            writeln!(out, "{answer}")?;
+        }
+    }
+    Ok(())
+}
+
+fn put_tag(base: &str, tag: &str, body: Value, server: &ServerOpts) -> Result<Value> {
+    let body = strip_nulls(body);
+    call(
+        reqwest::Method::PUT,
+        &format!("{base}/v1/tags/{}", check_tag(tag)?),
+        Some(body),
+        server,
+    )
+}
+
+/// One request; the server's JSON error becomes this command's error.
+fn call(
+    method: reqwest::Method,
+    url: &str,
+    body: Option<Value>,
+    server: &ServerOpts,
+) -> Result<Value> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        let mut request = client.request(method, url);
+        if let Some(token) = &server.admin_token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the server at {}", server.server))?;
+        let status = response.status();
+        let body: Value = response
+            .json()
+            .await
+            .with_context(|| format!("unexpected answer from {}", server.server))?;
+        if !status.is_success() {
+            let error = &body["error"];
+            bail!(
+                "server answered {status}: {}: {}",
+                text(&error["code"]),
+                text(&error["message"])
+            );
+        }
+        Ok(body)
+    })
+}
+
+/// The server URL without a trailing slash, checked to be http(s).
+fn base_url(server: &ServerOpts) -> Result<String> {
+    let url = server.server.trim_end_matches('/');
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(InputError::new(
+            "--server",
+            format!("`{url}` must start with http:// or https://"),
+        )
+        .into());
+    }
+    Ok(url.to_owned())
+}
+
+/// Checks a tag locally, so a bad one is a usage error naming the argument.
+fn check_tag(tag: &str) -> Result<&str> {
+    idmint_core::Tag::new(tag).map_err(|e| InputError::new("TAG", e))?;
+    Ok(tag)
+}
+
+/// A JSON value as plain text (strings without quotes).
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Drops `null` fields, so optional settings are left as they are.
+fn strip_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            Value::Object(map.into_iter().filter(|(_, v)| !v.is_null()).collect())
+        }
+        other => other,
+    }
+}

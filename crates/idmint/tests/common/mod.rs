@@ -1,0 +1,97 @@
+//! A real `idmint serve` process for the binary's tests.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running `idmint serve` and the addresses it bound.
+pub struct Server {
+    child: Child,
+    /// `http://ADDR`
+    pub http: String,
+    /// `redis://ADDR/`
+    pub resp: String,
+}
+
+impl Server {
+    /// Starts the binary on `store` with OS-chosen ports; returns once it logged that it serves.
+    pub fn start(store: &str, node: &str) -> Self {
+        Self::start_with(store, node, &[])
+    }
+
+    /// [`Server::start`] with more flags.
+    pub fn start_with(store: &str, node: &str, extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+            .args([
+                "serve",
+                "--store",
+                store,
+                "--http",
+                "127.0.0.1:0",
+                "--resp",
+                "127.0.0.1:0",
+            ])
+            .args(["--node-name", node])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let serving = loop {
+            let line = lines
+                .next()
+                .expect("idmint serve exited before serving")
+                .unwrap();
+            if line.contains("idmint serving") {
+                break line;
+            }
+        };
+        // Keep draining the log so the server never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        let field = |name: &str| {
+            let start = serving.find(&format!("{name}=")).unwrap() + name.len() + 1;
+            serving[start..]
+                .split_whitespace()
+                .next()
+                .unwrap()
+                .to_owned()
+        };
+        Self {
+            http: format!("http://{}", field("http")),
+            resp: format!("redis://{}/", field("resp")),
+            child,
+        }
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+        for _ in 0..200 {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "idmint serve exited with {status}");
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("idmint serve did not stop within 10 s of SIGTERM");
+    }
+}
+
+/// A SQLite URL of a fresh file in the target folder's temporary space.
+pub fn sqlite_url(name: &str) -> String {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-bin-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    format!("sqlite://{}", file.display())
+}
