@@ -188,6 +188,23 @@ fn wall_now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// Measures how long something took (store calls, for latency metrics) with the monotonic
+/// clock, so code outside this module never reads the OS clock itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    /// Starts measuring.
+    pub fn start() -> Self {
+        Self(Instant::now())
+    }
+
+    /// Time since [`Stopwatch::start`].
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
 /// Reads the wall clock once, for code that needs "now" outside a generator (validating that
 /// an epoch is not in the future, printing when a layout runs out).
 pub fn wall_clock_ms() -> u64 {

@@ -9,6 +9,7 @@ pub mod config;
 mod error;
 pub mod http;
 pub mod ids;
+pub mod metered_store;
 pub mod resp;
 pub mod serve;
 

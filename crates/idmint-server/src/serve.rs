@@ -20,6 +20,7 @@ use crate::config::ServeConfig;
 use crate::error::ServerError;
 use crate::http::{self, HttpOptions};
 use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use crate::metered_store::metered;
 use crate::resp::{self, RespOptions};
 
 /// Runs the server until `shutdown` resolves, then stops it gracefully.
@@ -34,7 +35,7 @@ pub async fn run(
         allow_non_durable: config.allow_non_durable,
         ..StoreOptions::default()
     };
-    let store = idmint_store::open(&config.store, &store_options).await?;
+    let store = metered(idmint_store::open(&config.store, &store_options).await?);
     tracing::info!(store = %store.display_url, "store opened");
     let ids_config = IdsConfig {
         layout: layout.clone(),

@@ -41,6 +41,27 @@ async fn serves_and_restarts_without_gap(store: String) {
         .await
         .unwrap();
     let segment = ids_of(&segment);
+    // Metrics: IDs issued, store latency per operation, clock divergence.
+    let metrics = http
+        .get(format!("{}/metrics", server.http))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for series in [
+        "idmint_ids_issued_total{kind=\"snowflake\"} 5",
+        "idmint_store_call_seconds",
+        "op=\"allocate\"",
+        "idmint_clock_divergence_ms",
+        "idmint_lease_held 1",
+    ] {
+        assert!(
+            metrics.contains(series),
+            "no `{series}` in /metrics:\n{metrics}"
+        );
+    }
     let client = redis::Client::open(server.resp.as_str()).unwrap();
     let mut resp = client.get_multiplexed_async_connection().await.unwrap();
     let next: u64 = redis::cmd("INCR")

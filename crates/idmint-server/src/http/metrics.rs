@@ -36,6 +36,9 @@ pub const WORKER_ID: &str = "idmint_worker_id";
 /// Gauge: how far the snowflake generator runs ahead of the clock (borrowed time), in ms.
 pub const SNOWFLAKE_LEAD_MS: &str = "idmint_snowflake_lead_ms";
 
+/// Gauge: the wall clock minus the generators' clock, in ms (negative after a step back).
+pub const CLOCK_DIVERGENCE_MS: &str = "idmint_clock_divergence_ms";
+
 /// Handles registered once, for the hot path.
 #[derive(Debug)]
 pub(crate) struct Recorded {
@@ -59,6 +62,11 @@ impl Recorded {
             "Observed consumption of a tag, IDs per second"
         );
         metrics::describe_gauge!(LEASE_HELD, "1 while this node's worker lease is confirmed");
+        metrics::describe_gauge!(
+            CLOCK_DIVERGENCE_MS,
+            metrics::Unit::Milliseconds,
+            "Wall clock minus the generators' clock (negative after the wall clock stepped back)"
+        );
         metrics::describe_gauge!(WORKER_ID, "Worker ID held by this node");
         metrics::describe_gauge!(
             SNOWFLAKE_LEAD_MS,
@@ -94,6 +102,7 @@ fn refresh_gauges(ids: &Ids) {
     metrics::gauge!(LEASE_HELD).set(if keeper.is_held() { 1.0 } else { 0.0 });
     metrics::gauge!(WORKER_ID).set(keeper.lease().worker_id as f64);
     metrics::gauge!(SNOWFLAKE_LEAD_MS).set(keeper.generator().lead_ms() as f64);
+    metrics::gauge!(CLOCK_DIVERGENCE_MS).set(ids.clock().divergence_ms() as f64);
     for buffer in ids.segments().buffers() {
         let tag = buffer.tag().as_str().to_owned();
         let buffered = buffer.remaining();

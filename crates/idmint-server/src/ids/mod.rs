@@ -41,6 +41,7 @@ pub struct Ids {
     store: Store,
     layout: Layout,
     max_wait: Duration,
+    clock: Arc<dyn Clock>,
 }
 
 impl Ids {
@@ -63,7 +64,7 @@ impl Ids {
         tokio::spawn(Arc::clone(&keeper).run());
         let segments = SegmentRegistry::new(
             Arc::clone(&store.segments),
-            clock,
+            Arc::clone(&clock),
             config.segments.clone(),
             tokio::runtime::Handle::current(),
         );
@@ -73,6 +74,7 @@ impl Ids {
             store,
             layout: config.layout,
             max_wait: config.snowflake.max_wait,
+            clock,
         }))
     }
 
@@ -121,6 +123,11 @@ impl Ids {
     /// The store, for the admin routes.
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The clock the generators read, for its divergence metric.
+    pub fn clock(&self) -> &dyn Clock {
+        self.clock.as_ref()
     }
 
     /// The lease keeper, for readiness and metrics.
