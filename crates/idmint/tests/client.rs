@@ -98,6 +98,16 @@ fn next_and_tags_drive_a_running_server() {
     assert!(String::from_utf8_lossy(&zero.stderr).contains("--count"));
     let bad_tag = idmint(&["next", "--server", &url, "--tag", "a b"]);
     assert_eq!(bad_tag.status.code(), Some(2));
+
+    // The Redis protocol wants the same token.
+    let client = redis::Client::open(server.resp.as_str()).unwrap();
+    let mut conn = client.get_connection().unwrap();
+    let refused: redis::RedisResult<u64> = redis::cmd("INCR").arg("orders").query(&mut conn);
+    assert!(refused.unwrap_err().to_string().contains("NOAUTH"));
+    let _: () = redis::cmd("AUTH").arg("s3cret").query(&mut conn).unwrap();
+    let next: u64 = redis::cmd("INCR").arg("orders").query(&mut conn).unwrap();
+    assert_eq!(next, 3);
+    drop(conn);
     server.stop();
 
     // A server that is not there is named.

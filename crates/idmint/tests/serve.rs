@@ -41,6 +41,21 @@ async fn serves_and_restarts_without_gap(store: String) {
         .await
         .unwrap();
     let segment = ids_of(&segment);
+    // Bad input: a 400 with the JSON error body; Leaf's path answers plain text.
+    let bad = http
+        .get(format!("{}/v1/snowflake?count=0", server.http))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 400);
+    let body: serde_json::Value = bad.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "invalid_count");
+    let leaf = http
+        .get(format!("{}/api/snowflake/get/any", server.http))
+        .send()
+        .await
+        .unwrap();
+    assert!(leaf.text().await.unwrap().parse::<u64>().unwrap() > snowflakes[4]);
     // Metrics: IDs issued, store latency per operation, clock divergence.
     let metrics = http
         .get(format!("{}/metrics", server.http))
@@ -51,7 +66,7 @@ async fn serves_and_restarts_without_gap(store: String) {
         .await
         .unwrap();
     for series in [
-        "idmint_ids_issued_total{kind=\"snowflake\"} 5",
+        "idmint_ids_issued_total{kind=\"snowflake\"} 6",
         "idmint_store_call_seconds",
         "op=\"allocate\"",
         "idmint_clock_divergence_ms",
@@ -70,6 +85,14 @@ async fn serves_and_restarts_without_gap(store: String) {
         .await
         .unwrap();
     assert_eq!(next, segment[2] + 1);
+    // A pipeline of 50 INCRs answers in order, contiguously.
+    let mut pipe = redis::pipe();
+    for _ in 0..50 {
+        pipe.cmd("INCR").arg("orders");
+    }
+    let pipelined: Vec<u64> = pipe.query_async(&mut resp).await.unwrap();
+    assert_eq!(pipelined, (next + 1..=next + 50).collect::<Vec<_>>());
+    let next = next + 50;
     drop(resp);
     server.stop();
 

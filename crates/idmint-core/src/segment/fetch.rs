@@ -16,7 +16,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::loaded_range::LoadedRange;
-use super::SegmentBuffer;
+use super::{SegmentBuffer, SegmentConfig};
 use crate::error::{Error, Result};
 use crate::store::SegmentStore;
 use crate::tag::Tag;
@@ -75,7 +75,13 @@ impl SegmentBuffer {
             self.notify();
             return None;
         }
-        let step = super::rate::plan_step(control.rate.rate(), &self.config, control.wanted);
+        let min_step = self.min_step();
+        let config = SegmentConfig {
+            min_step,
+            max_step: self.config.max_step.max(min_step),
+            ..self.config.clone()
+        };
+        let step = super::rate::plan_step(control.rate.rate(), &config, control.wanted);
         control.step = step;
         control.fetch.in_store_call = true;
         Some(step)

@@ -113,6 +113,10 @@ pub struct SegmentBuffer {
     clock: Arc<dyn Clock>,
     /// Normalized at construction.
     config: SegmentConfig,
+    /// The tag's step: the smallest range fetched. Starts at `config.min_step`; an operator's
+    /// change of the tag's step reaches a running buffer through
+    /// [`set_min_step`](SegmentBuffer::set_min_step).
+    min_step: AtomicU64,
     runtime: Handle,
     /// This buffer, for the fetch tasks it spawns.
     this: Weak<SegmentBuffer>,
@@ -150,6 +154,7 @@ impl SegmentBuffer {
             state: Padded(AtomicU64::new(Claim::pack(0, 0))),
             slots: Padded(slots),
             control: Mutex::new(Control::new(config.min_step)),
+            min_step: AtomicU64::new(config.min_step),
             events: watch::Sender::new(0),
             tag,
             store,
@@ -299,6 +304,18 @@ impl SegmentBuffer {
     /// The adaptive step: the size of the last range requested (`min_step` before the first).
     pub fn step(&self) -> u64 {
         self.control().step
+    }
+
+    /// Changes the smallest range the next fetches ask for (the tag's step, changed by an
+    /// operator), clamped to `1..=MAX_SEGMENT_LEN`. Ranges already held are kept.
+    pub fn set_min_step(&self, step: u64) {
+        self.min_step
+            .store(step.clamp(1, MAX_SEGMENT_LEN), Ordering::Relaxed);
+    }
+
+    /// The smallest range a fetch asks for.
+    pub fn min_step(&self) -> u64 {
+        self.min_step.load(Ordering::Relaxed)
     }
 
     /// True once [`shutdown`](Self::shutdown) has been called.

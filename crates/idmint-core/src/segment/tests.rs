@@ -513,3 +513,28 @@ fn async_methods_are_send() {
     fn assert_sync<T: Send + Sync>(_: &T) {}
     assert_sync(&buf);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_new_min_step_reaches_the_next_fetches_of_a_running_buffer() {
+    let (store, clock, tag) = store_with_tag(10).await;
+    let buf = buffer(&store, &clock, &tag, fixed(10, 0.0));
+    assert_eq!(buf.next().await.unwrap(), 1);
+    settle().await; // the prefetch at offset 0 took 11..21 with the old step
+    buf.set_min_step(40);
+    assert_eq!(buf.min_step(), 40);
+    // Use up 1..21; the next fetch asks for the new step.
+    for _ in 1..20 {
+        buf.next().await.unwrap();
+    }
+    settle().await;
+    let before = max_id(&store, &tag).await;
+    assert_eq!(buf.next().await.unwrap(), 21);
+    settle().await;
+    assert_eq!(
+        max_id(&store, &tag).await - before,
+        40,
+        "the fetch did not use the new step"
+    );
+    buf.set_min_step(0);
+    assert_eq!(buf.min_step(), 1);
+}

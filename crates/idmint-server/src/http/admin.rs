@@ -203,6 +203,9 @@ pub(crate) async fn put_tag(
     } else {
         store.update_tag(&tag, &update).await?
     };
+    // This node's running buffer takes the new step at its next fetch; other nodes take it
+    // when they next build the tag's buffer.
+    state.ids.segments().set_step(&tag, info.step);
     Ok(Json(TagView::from(info)).into_response())
 }
 

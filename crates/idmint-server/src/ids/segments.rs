@@ -74,6 +74,14 @@ impl SegmentRegistry {
         self.buffer(tag).await?.take_contiguous(n).await
     }
 
+    /// Passes a tag's new step to its running buffer, if this node has one: the next fetches
+    /// use it.
+    pub fn set_step(&self, tag: &Tag, step: u64) {
+        if let Some(buffer) = self.read().get(tag) {
+            buffer.set_min_step(step);
+        }
+    }
+
     /// Every buffer, for metrics.
     pub fn buffers(&self) -> Vec<Arc<SegmentBuffer>> {
         self.read().values().cloned().collect()
