@@ -87,6 +87,16 @@ impl Server {
     }
 }
 
+impl Drop for Server {
+    /// A test that fails before [`Server::stop`] must not leave the server running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// A SQLite URL of a fresh file in the target folder's temporary space.
 pub fn sqlite_url(name: &str) -> String {
     let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-bin-tests");
