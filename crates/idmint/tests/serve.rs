@@ -8,6 +8,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use common::Server;
 
+/// The IDs of a `{"ids": [...]}` answer to `GET url`.
+async fn get_ids(http: &reqwest::Client, url: &str) -> Vec<u64> {
+    let body: serde_json::Value = http.get(url).send().await.unwrap().json().await.unwrap();
+    ids_of(&body)
+}
+
 fn ids_of(body: &serde_json::Value) -> Vec<u64> {
     body["ids"]
         .as_array()
@@ -21,26 +27,10 @@ fn ids_of(body: &serde_json::Value) -> Vec<u64> {
 async fn serves_and_restarts_without_gap(store: String) {
     let server = Server::start(&store, "serve-test");
     let http = reqwest::Client::new();
-    let snowflakes: serde_json::Value = http
-        .get(format!("{}/v1/snowflake?count=5", server.http))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let snowflakes = ids_of(&snowflakes);
+    let snowflakes = get_ids(&http, &format!("{}/v1/snowflake?count=5", server.http)).await;
     assert_eq!(snowflakes.len(), 5);
     assert!(snowflakes.windows(2).all(|w| w[0] < w[1]));
-    let segment: serde_json::Value = http
-        .get(format!("{}/v1/segment/orders?count=3", server.http))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let segment = ids_of(&segment);
+    let segment = get_ids(&http, &format!("{}/v1/segment/orders?count=3", server.http)).await;
     // Bad input: a 400 with the JSON error body; Leaf's path answers plain text.
     let bad = http
         .get(format!("{}/v1/snowflake?count=0", server.http))

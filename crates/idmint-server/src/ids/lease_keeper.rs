@@ -177,10 +177,17 @@ impl LeaseKeeper {
         }))
     }
 
-    /// The generator of the current lease. Callers take it per request: after a lease loss a
-    /// new one replaces it.
+    /// The generator of the current lease, owned: for callers that keep it (metrics, tests).
+    /// After a lease loss a new one replaces it.
     pub fn generator(&self) -> Arc<SnowflakeGenerator> {
         Arc::clone(&self.current.load().generator)
+    }
+
+    /// The current holding, borrowed without touching its reference count: the per-request
+    /// path, where cloning the `Arc` would make every thread write one shared counter twice.
+    /// Do not keep the guard across an `.await`.
+    pub fn holding(&self) -> arc_swap::Guard<Arc<Holding>> {
+        self.current.load()
     }
 
     /// The current lease.

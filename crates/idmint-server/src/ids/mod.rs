@@ -83,20 +83,21 @@ impl Ids {
     pub async fn snowflakes(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {
         let mut waited = Duration::ZERO;
         loop {
-            let generator = self.keeper.generator();
-            match generator.try_reserve(count, shard)? {
-                Reservation::Ready(batch) => return Ok(batch),
-                Reservation::Blocked(blocked, retry_after) => {
-                    if waited >= self.max_wait {
-                        return Err(generator.blocked_error(blocked, waited));
+            let retry_after = {
+                let holding = self.keeper.holding();
+                match holding.generator.try_reserve(count, shard)? {
+                    Reservation::Ready(batch) => return Ok(batch),
+                    Reservation::Blocked(blocked, _) if waited >= self.max_wait => {
+                        return Err(holding.generator.blocked_error(blocked, waited));
                     }
-                    let pause = retry_after
-                        .min(self.max_wait - waited)
-                        .max(Duration::from_millis(1));
-                    tokio::time::sleep(pause).await;
-                    waited += pause;
+                    Reservation::Blocked(_, retry_after) => retry_after,
                 }
-            }
+            };
+            let pause = retry_after
+                .min(self.max_wait - waited)
+                .max(Duration::from_millis(1));
+            tokio::time::sleep(pause).await;
+            waited += pause;
         }
     }
 
