@@ -549,6 +549,9 @@ async fn tags_are_created_updated_and_listed() {
         .send()
         .await
         .unwrap();
+    // The unread body stays in the socket: the server says it closes the connection, so the
+    // client does not reuse it for the next request.
+    assert_eq!(huge.headers()["connection"], "close");
     assert_error(huge, 413, "payload_too_large").await;
 
     let workers = ok_json(

@@ -9,7 +9,7 @@
 use std::borrow::Cow;
 
 use axum::body::Body;
-use axum::http::header::{ALLOW, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
+use axum::http::header::{ALLOW, CONNECTION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use idmint_core::Error;
@@ -163,7 +163,24 @@ pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 
 /// Rewrites any error response that is not ours yet (the body limit's 413, the timeout's 503,
 /// a rejection of a layer) into our JSON shape, keeping its status and `Allow` header.
+///
+/// A 413 also gets `Connection: close`: the unread body is still in the socket, so the server
+/// drops the connection after answering, and a client that pooled it would fail its next
+/// request on it (reqwest reports `IncompleteMessage`). Saying so lets clients open a new one.
 pub(crate) async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        let mut response = rewrite_error(response);
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    rewrite_error(response)
+}
+
+/// The body of [`json_errors`]: our JSON shape for a foreign error response.
+fn rewrite_error(response: Response) -> Response {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error())
         || response.extensions().get::<JsonErrorBody>().is_some()
