@@ -137,6 +137,22 @@ pub enum Error {
         holder: String,
     },
 
+    /// The worker ID a node was given has a high-water mark further ahead of the node's clock
+    /// than `max_lead`: an earlier holder issued IDs up to a time this clock has not reached
+    /// (typically a restart with the clock stepped back). Under the clock policy `fail` the
+    /// node refuses the worker ID rather than wait or switch.
+    #[error(
+        "the clock is {behind_ms} ms behind the high-water mark of worker {worker_id} \
+         (IDs up to then were already issued); clock policy `fail` refuses to continue: fix the \
+         clock, or use the policy `wait` or `switch`"
+    )]
+    ClockBehindHwm {
+        /// The worker ID refused.
+        worker_id: u64,
+        /// How far its HWM is ahead of the clock.
+        behind_ms: u64,
+    },
+
     /// The tag does not exist in the store.
     #[error("unknown tag `{0}`")]
     UnknownTag(String),
@@ -153,6 +169,7 @@ impl Error {
         matches!(
             self,
             Error::ClockBehind { .. }
+                | Error::ClockBehindHwm { .. }
                 | Error::HwmNotGranted { .. }
                 | Error::SegmentUnavailable { .. }
                 | Error::StoreUnavailable(_)

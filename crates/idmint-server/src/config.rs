@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use idmint_core::{Layout, SnowflakeConfig};
+
 use crate::error::ServerError;
+use crate::ids::{IdsConfig, LeaseConfig, SegmentOptions};
 
 /// The layout when none is given: DESIGN.md's example, 1,024 workers, 4,096 IDs per ms each.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -47,6 +50,20 @@ pub struct PartialConfig {
     pub default_step: Option<u64>,
     /// Accept a store that cannot promise durability (logged as a warning).
     pub allow_non_durable: Option<bool>,
+    /// What to do with a worker ID whose high-water mark is ahead of the clock: `wait`,
+    /// `switch` or `fail`.
+    pub clock_policy: Option<String>,
+    /// How long a worker lease lasts unless renewed (`10s`, `500ms`...).
+    pub lease_ttl: Option<String>,
+    /// How often the lease is renewed and the high-water mark raised.
+    pub lease_renew: Option<String>,
+    /// How far ahead of the clock the high-water mark is raised: how long snowflakes keep
+    /// flowing while the store is down.
+    pub hwm_lead: Option<String>,
+    /// How far ahead of the clock the generator may borrow time.
+    pub max_lead: Option<String>,
+    /// The longest a request waits for the clock or the store before an error.
+    pub max_wait: Option<String>,
 }
 
 impl PartialConfig {
@@ -78,6 +95,12 @@ impl PartialConfig {
             auto_create_tags: self.auto_create_tags.or(lower.auto_create_tags),
             default_step: self.default_step.or(lower.default_step),
             allow_non_durable: self.allow_non_durable.or(lower.allow_non_durable),
+            clock_policy: self.clock_policy.or(lower.clock_policy),
+            lease_ttl: self.lease_ttl.or(lower.lease_ttl),
+            lease_renew: self.lease_renew.or(lower.lease_renew),
+            hwm_lead: self.hwm_lead.or(lower.hwm_lead),
+            max_lead: self.max_lead.or(lower.max_lead),
+            max_wait: self.max_wait.or(lower.max_wait),
         }
     }
 }
@@ -111,6 +134,11 @@ pub struct ServeConfig {
     pub allow_non_durable: bool,
     /// How long shutdown waits for in-flight requests.
     pub drain_timeout: Duration,
+    /// Worker lease timing and the clock policy (the node name and worker ID are copied from
+    /// the fields above).
+    pub lease: LeaseConfig,
+    /// The snowflake generator's bounds.
+    pub snowflake: SnowflakeConfig,
 }
 
 impl ServeConfig {
@@ -151,6 +179,43 @@ impl ServeConfig {
                 reason: "must be at least 1".into(),
             });
         }
+        let defaults = LeaseConfig::default();
+        let lease = LeaseConfig {
+            node_name: node_name.clone(),
+            worker_id,
+            ttl: duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?,
+            renew_every: duration(
+                "lease-renew",
+                layers.lease_renew.as_deref(),
+                defaults.renew_every,
+            )?,
+            hwm_lead: duration("hwm-lead", layers.hwm_lead.as_deref(), defaults.hwm_lead)?,
+            clock_policy: match layers.clock_policy.as_deref() {
+                None => defaults.clock_policy,
+                Some(text) => text.parse().map_err(|reason| ServerError::Config {
+                    setting: "clock-policy".into(),
+                    reason,
+                })?,
+            },
+        };
+        lease.validate().map_err(|error| ServerError::Config {
+            setting: "lease-ttl, lease-renew, hwm-lead".into(),
+            reason: error.to_string(),
+        })?;
+        let generator_defaults = SnowflakeConfig::default();
+        let snowflake = SnowflakeConfig {
+            max_lead: duration(
+                "max-lead",
+                layers.max_lead.as_deref(),
+                generator_defaults.max_lead,
+            )?,
+            max_wait: duration(
+                "max-wait",
+                layers.max_wait.as_deref(),
+                generator_defaults.max_wait,
+            )?,
+            ..generator_defaults
+        };
         Ok(Self {
             store,
             http: address("http", layers.http.as_deref().unwrap_or("127.0.0.1:8080"))?,
@@ -165,8 +230,36 @@ impl ServeConfig {
             default_step,
             allow_non_durable: layers.allow_non_durable.unwrap_or(false),
             drain_timeout: Duration::from_secs(10),
+            lease,
+            snowflake,
         })
     }
+
+    /// The ID service's settings for `layout` (parsed from [`layout`](Self::layout)).
+    pub fn ids_config(&self, layout: &Layout) -> IdsConfig {
+        IdsConfig {
+            layout: layout.clone(),
+            datacenter: self.datacenter,
+            lease: self.lease.clone(),
+            snowflake: self.snowflake.clone(),
+            segments: SegmentOptions {
+                auto_create_tags: self.auto_create_tags,
+                default_step: self.default_step,
+                ..SegmentOptions::default()
+            },
+        }
+    }
+}
+
+/// Parses a duration setting (`10s`, `500ms`, `2m`), or gives `default` when unset.
+fn duration(setting: &str, text: Option<&str>, default: Duration) -> Result<Duration, ServerError> {
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    humantime::parse_duration(text.trim()).map_err(|e| ServerError::Config {
+        setting: setting.into(),
+        reason: format!("`{text}` is not a duration like 10s or 500ms: {e}"),
+    })
 }
 
 /// Parses a listen address, naming the setting when it is wrong.
@@ -265,5 +358,51 @@ mod tests {
             "default-step"
         );
         assert!(toml::from_str::<PartialConfig>("colour = \"blue\"").is_err());
+        assert_eq!(
+            bad(PartialConfig {
+                clock_policy: Some("panic".into()),
+                ..Default::default()
+            }),
+            "clock-policy"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                hwm_lead: Some("ten seconds".into()),
+                ..Default::default()
+            }),
+            "hwm-lead"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                lease_ttl: Some("1s".into()),
+                lease_renew: Some("2s".into()),
+                ..Default::default()
+            }),
+            "lease-ttl, lease-renew, hwm-lead"
+        );
+    }
+
+    #[test]
+    fn lease_timing_and_the_clock_policy_reach_the_ids_config() {
+        let file: PartialConfig = toml::from_str(
+            "clock_policy = \"fail\"\nlease_ttl = \"3s\"\nlease_renew = \"500ms\"\nhwm_lead = \"1m\"\nmax_wait = \"250ms\"\n",
+        )
+        .unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
+        let layout = Layout::parse(DEFAULT_LAYOUT).unwrap();
+        let ids = config.ids_config(&layout);
+        assert_eq!(ids.lease.clock_policy, crate::ids::ClockPolicy::Fail);
+        assert_eq!(ids.lease.ttl, Duration::from_secs(3));
+        assert_eq!(ids.lease.renew_every, Duration::from_millis(500));
+        assert_eq!(ids.lease.hwm_lead, Duration::from_secs(60));
+        assert_eq!(ids.lease.node_name, "h");
+        assert_eq!(ids.snowflake.max_wait, Duration::from_millis(250));
+        assert_eq!(ids.snowflake.max_lead, Duration::from_secs(1));
+        let defaults =
+            ServeConfig::resolve(PartialConfig::default(), PartialConfig::default(), "h")
+                .unwrap()
+                .ids_config(&layout);
+        assert_eq!(defaults.lease.clock_policy, crate::ids::ClockPolicy::Switch);
+        assert_eq!(defaults.lease.ttl, Duration::from_secs(10));
     }
 }

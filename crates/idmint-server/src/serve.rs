@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use crate::config::ServeConfig;
 use crate::error::ServerError;
 use crate::http::{self, HttpOptions};
-use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use crate::ids::Ids;
 use crate::metered_store::metered;
 use crate::resp::{self, RespOptions};
 
@@ -37,22 +37,7 @@ pub async fn run(
     };
     let store = metered(idmint_store::open(&config.store, &store_options).await?);
     tracing::info!(store = %store.display_url, "store opened");
-    let ids_config = IdsConfig {
-        layout: layout.clone(),
-        datacenter: config.datacenter,
-        lease: LeaseConfig {
-            node_name: config.node_name.clone(),
-            worker_id: config.worker_id,
-            ..LeaseConfig::default()
-        },
-        snowflake: idmint_core::SnowflakeConfig::default(),
-        segments: SegmentOptions {
-            auto_create_tags: config.auto_create_tags,
-            default_step: config.default_step,
-            ..SegmentOptions::default()
-        },
-    };
-    let ids = Ids::start(ids_config, store, clock).await?;
+    let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
     let http_listener = bind("HTTP", config.http).await?;
     let resp_listener = bind("Redis protocol", config.resp).await?;
     log_started(&config, &layout, &ids, &http_listener, &resp_listener);

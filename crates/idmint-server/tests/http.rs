@@ -76,6 +76,7 @@ impl Server {
                 ttl: Duration::from_secs(3),
                 renew_every: Duration::from_millis(200),
                 hwm_lead: Duration::from_secs(1),
+                ..LeaseConfig::default()
             },
             snowflake: SnowflakeConfig::default(),
             segments: SegmentOptions {

@@ -9,8 +9,10 @@ use std::time::Duration;
 
 use idmint_core::snowflake::Fence;
 use idmint_core::store::LeaseRequest;
-use idmint_core::{Clock, Error, Layout, SnowflakeConfig, SnowflakeGenerator, SystemClock, Tag};
-use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use idmint_core::{
+    Clock, Error, Layout, ManualClock, SnowflakeConfig, SnowflakeGenerator, SystemClock, Tag,
+};
+use idmint_server::ids::{ClockPolicy, Ids, IdsConfig, LeaseConfig, SegmentOptions};
 use idmint_store::{Store, StoreOptions};
 
 fn sqlite_url() -> String {
@@ -39,6 +41,7 @@ fn config(node: &str) -> IdsConfig {
             ttl: Duration::from_secs(3),
             renew_every: Duration::from_millis(200),
             hwm_lead: Duration::from_secs(1),
+            ..LeaseConfig::default()
         },
         snowflake: SnowflakeConfig::default(),
         segments: SegmentOptions::default(),
@@ -218,4 +221,135 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
         .unwrap_err();
     assert_eq!(err, Error::UnknownTag("nope".into()));
     ids.shutdown().await.unwrap();
+}
+
+/// Node "a" mints and stops gracefully; its worker ID's HWM is then about `now`. It returns
+/// the IDs it issued, the worker ID, and that HWM.
+async fn a_first_run(url: &str) -> (Vec<u64>, u64, u64) {
+    let first = Ids::start(config("a"), store(url).await, clock())
+        .await
+        .unwrap();
+    let worker = first.keeper().lease().worker_id;
+    let issued = take_snowflakes(&first, 2_000).await;
+    first.shutdown().await.unwrap();
+    let hwm = lease_row(url, worker).await.hwm_ms;
+    (issued, worker, hwm)
+}
+
+async fn lease_row(url: &str, worker: u64) -> idmint_core::store::LeaseInfo {
+    let leases = store(url).await.leases.list_leases().await.unwrap();
+    leases.into_iter().find(|l| l.worker_id == worker).unwrap()
+}
+
+fn with_policy(node: &str, policy: ClockPolicy) -> IdsConfig {
+    let mut config = config(node);
+    config.lease.clock_policy = policy;
+    config
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_fail_refuses_a_worker_whose_hwm_is_ahead_of_the_clock() {
+    let url = sqlite_url();
+    let (_, worker, hwm) = a_first_run(&url).await;
+    // The same node restarts with its clock 60 s behind its last run.
+    let behind: Arc<dyn Clock> = ManualClock::shared(hwm - 60_000);
+    let err = Ids::start(
+        with_policy("a", ClockPolicy::Fail),
+        store(&url).await,
+        behind,
+    )
+    .await
+    .unwrap_err();
+    match err {
+        Error::ClockBehindHwm {
+            worker_id,
+            behind_ms,
+        } => {
+            assert_eq!(worker_id, worker);
+            assert!((58_000..=60_001).contains(&behind_ms), "{behind_ms}");
+        }
+        other => panic!("expected ClockBehindHwm, got {other:?}"),
+    }
+    // The worker ID is free again, its HWM untouched.
+    let row = lease_row(&url, worker).await;
+    assert!(!row.live);
+    assert_eq!(row.hwm_ms, hwm);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_wait_keeps_the_worker_and_fails_fast_until_the_clock_catches_up() {
+    let url = sqlite_url();
+    let (issued, worker, hwm) = a_first_run(&url).await;
+    let clock = ManualClock::shared(hwm - 60_000);
+    let node = Ids::start(
+        with_policy("a", ClockPolicy::Wait),
+        store(&url).await,
+        Arc::clone(&clock) as Arc<dyn Clock>,
+    )
+    .await
+    .unwrap();
+    assert_eq!(node.keeper().lease().worker_id, worker);
+    assert!(node.snowflake_clock_behind_ms() > 58_000);
+    // Waiting max_wait cannot help a clock 60 s behind: the call fails at once.
+    match node.snowflakes(1, 0).await.unwrap_err() {
+        Error::ClockBehind { waited, .. } => assert!(waited.is_zero()),
+        other => panic!("expected ClockBehind, got {other:?}"),
+    }
+    // Segment IDs do not depend on the clock.
+    let tag = Tag::new("during-wait").unwrap();
+    assert_eq!(node.segment_ids(&tag, 3).await.unwrap(), vec![1..4]);
+    // Once the clock passes the HWM, snowflakes continue above everything issued.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(node.snowflake_clock_behind_ms(), 0);
+    let after = take_snowflakes(&node, 1_000).await;
+    assert!(after[0] > *issued.last().unwrap());
+    assert_increasing(&after);
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_switch_takes_another_worker_and_frees_the_refused_one() {
+    let url = sqlite_url();
+    let (issued, worker, hwm) = a_first_run(&url).await;
+    let clock: Arc<dyn Clock> = ManualClock::shared(hwm - 60_000);
+    let node = Ids::start(
+        with_policy("a", ClockPolicy::Switch),
+        store(&url).await,
+        clock,
+    )
+    .await
+    .unwrap();
+    let switched = node.keeper().lease().worker_id;
+    assert_ne!(switched, worker);
+    assert_eq!(node.snowflake_clock_behind_ms(), 0);
+    // Snowflakes flow at once, from the new worker; none equals an earlier one.
+    let after = take_snowflakes(&node, 2_000).await;
+    let layout = node.layout().clone();
+    assert!(after
+        .iter()
+        .all(|&id| layout.decode(id).unwrap().worker == Some(switched)));
+    let earlier: HashSet<u64> = issued.into_iter().collect();
+    assert!(after.iter().all(|id| !earlier.contains(id)));
+    // The refused worker ID is free again with its HWM untouched.
+    let row = lease_row(&url, worker).await;
+    assert!(!row.live);
+    assert_eq!(row.hwm_ms, hwm);
+    node.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_switch_with_a_static_worker_id_waits_instead() {
+    let url = sqlite_url();
+    let (_, worker, hwm) = a_first_run(&url).await;
+    let mut config = with_policy("a", ClockPolicy::Switch);
+    config.lease.worker_id = Some(worker);
+    let clock: Arc<dyn Clock> = ManualClock::shared(hwm - 60_000);
+    let node = Ids::start(config, store(&url).await, clock).await.unwrap();
+    assert_eq!(node.keeper().lease().worker_id, worker);
+    assert!(node.snowflake_clock_behind_ms() > 58_000);
+    assert!(matches!(
+        node.snowflakes(1, 0).await,
+        Err(Error::ClockBehind { .. })
+    ));
+    node.shutdown().await.unwrap();
 }

@@ -75,6 +75,38 @@ pub struct ServeArgs {
     /// [default: false]
     #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
     pub allow_non_durable: Option<bool>,
+
+    /// When the worker ID's high-water mark is ahead of the clock by more than --max-lead
+    /// (a restart after the clock stepped back): `switch` takes another worker ID whose mark
+    /// is below the clock, `wait` keeps it and answers snowflake calls with clock_behind until
+    /// the clock catches up, `fail` refuses to start. [default: switch]
+    #[arg(long, value_name = "wait|switch|fail", env = "IDMINT_CLOCK_POLICY")]
+    pub clock_policy: Option<String>,
+
+    /// How long the worker lease lasts unless renewed: how soon another node may take the
+    /// worker ID of a node that died. [default: 10s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_TTL")]
+    pub lease_ttl: Option<String>,
+
+    /// How often the lease is renewed and the high-water mark raised; below --lease-ttl.
+    /// [default: 2s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_RENEW")]
+    pub lease_renew: Option<String>,
+
+    /// How far ahead of the clock the high-water mark is raised: how long snowflakes keep
+    /// flowing while the store is down; above --lease-renew. [default: 10s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_HWM_LEAD")]
+    pub hwm_lead: Option<String>,
+
+    /// How far ahead of the clock the generator may borrow time when a tick's sequence is
+    /// used up. [default: 1s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_LEAD")]
+    pub max_lead: Option<String>,
+
+    /// The longest a snowflake request waits for the clock or the store before an error.
+    /// [default: 1s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_WAIT")]
+    pub max_wait: Option<String>,
 }
 
 impl ServeArgs {
@@ -94,6 +126,12 @@ impl ServeArgs {
             auto_create_tags: self.auto_create_tags,
             default_step: self.default_step,
             allow_non_durable: self.allow_non_durable,
+            clock_policy: self.clock_policy.clone(),
+            lease_ttl: self.lease_ttl.clone(),
+            lease_renew: self.lease_renew.clone(),
+            hwm_lead: self.hwm_lead.clone(),
+            max_lead: self.max_lead.clone(),
+            max_wait: self.max_wait.clone(),
         }
     }
 }

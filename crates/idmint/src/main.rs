@@ -47,7 +47,7 @@ struct Cli {
 enum Command {
     /// Serve IDs over HTTP (JSON and Leaf's API) and the Redis protocol, until SIGINT/SIGTERM.
     #[command(after_help = EXIT_STATUS_HELP)]
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Take IDs from a running server: snowflakes, or segment IDs of --tag; one per line.
     #[command(after_help = EXIT_STATUS_HELP)]
     Next(NextArgs),

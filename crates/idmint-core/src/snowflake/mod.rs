@@ -48,6 +48,20 @@ pub enum Blocked {
     },
 }
 
+impl Blocked {
+    /// Whether waiting up to `budget` may clear the block, `retry_after` being what the
+    /// generator asked for. A clock behind the issued ticks clears at a known moment: when that
+    /// is past the budget, waiting only delays the same error, so the caller fails at once
+    /// (a node restarted 60 s behind answers `clock_behind` quickly instead of holding every
+    /// request for `max_wait`). A missing HWM raise may come any moment, so it is worth the wait.
+    pub fn may_clear_within(self, retry_after: Duration, budget: Duration) -> bool {
+        match self {
+            Blocked::Lead { .. } => !budget.is_zero() && retry_after <= budget,
+            Blocked::Hwm { .. } => !budget.is_zero(),
+        }
+    }
+}
+
 /// The outcome of [`SnowflakeGenerator::try_reserve`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reservation {
@@ -198,8 +212,9 @@ impl SnowflakeGenerator {
         })
     }
 
-    /// The bounded wait: sleeps on the clock and retries until the reservation succeeds or
-    /// `max_wait` is spent. Out of line, so the hot path stays small.
+    /// The bounded wait: sleeps on the clock and retries until the reservation succeeds, or
+    /// `max_wait` is spent, or waiting out the rest of it cannot help
+    /// ([`Blocked::may_clear_within`]). Out of line, so the hot path stays small.
     #[cold]
     #[inline(never)]
     fn wait_then_reserve(
@@ -211,10 +226,11 @@ impl SnowflakeGenerator {
     ) -> Result<u64> {
         let mut waited = Duration::ZERO;
         loop {
-            if waited >= self.max_wait {
+            let budget = self.max_wait.saturating_sub(waited);
+            if !blocked.may_clear_within(retry_after, budget) {
                 return Err(self.blocked_error(blocked, waited));
             }
-            let pause = retry_after.min(self.max_wait - waited);
+            let pause = retry_after.min(budget);
             self.clock.sleep(pause);
             waited += pause;
             match self.reserve(count, shard)? {

@@ -133,13 +133,14 @@ fn a_raw_clock_stepping_back_5s_costs_no_stall_while_the_sequence_lasts() {
     // The rest of the current tick's sequence is issued at once, with no wait.
     ids.extend((0..3_996).map(|_| gen.next_id().unwrap()));
     assert_eq!(clock.slept(), Duration::ZERO);
-    // The next tick would be 5 s ahead of this clock, more than max_lead (1 s): the call
-    // waits max_wait (1 s) for the clock, which does not catch up, and fails.
+    // The next tick would be 5 s ahead of this clock, 4 s more than max_lead allows: waiting
+    // max_wait (1 s) cannot help, so the call fails at once.
     let err = gen.next_id().unwrap_err();
     assert!(
-        matches!(err, Error::ClockBehind { waited, .. } if waited == Duration::from_secs(1)),
+        matches!(err, Error::ClockBehind { waited, .. } if waited.is_zero()),
         "{err:?}"
     );
+    assert_eq!(clock.slept(), Duration::ZERO);
     // Once the clock is back within max_lead, IDs continue above everything issued.
     clock.advance(Duration::from_secs(4));
     ids.extend((0..10_000).map(|_| gen.next_id().unwrap()));
@@ -202,16 +203,26 @@ fn a_wait_never_exceeds_max_wait() {
     for _ in 0..4096 {
         gen.next_id().unwrap();
     }
+    // The sequence of the current tick is used up and the clock is 20 ms short of the next:
+    // a 30 ms budget covers it, so the call waits exactly that long and succeeds.
+    clock.step_back(Duration::from_millis(20));
+    gen.next_id().unwrap();
+    assert_eq!(clock.slept(), Duration::from_millis(21));
+    for _ in 1..4096 {
+        gen.next_id().unwrap();
+    }
+    // 60 s behind cannot clear within 30 ms: the call fails at once instead of holding the
+    // caller for max_wait.
     clock.step_back(Duration::from_secs(60));
     let err = gen.next_id().unwrap_err();
     assert_eq!(
         err,
         Error::ClockBehind {
-            behind_ms: 60_000 - 30 + 1,
-            waited: Duration::from_millis(30)
+            behind_ms: 60_001,
+            waited: Duration::ZERO
         }
     );
-    assert_eq!(clock.slept(), Duration::from_millis(30));
+    assert_eq!(clock.slept(), Duration::from_millis(21));
     assert!(err.is_retryable());
 }
 

@@ -75,7 +75,7 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::InvalidTag { .. } => (StatusCode::BAD_REQUEST, "invalid_tag"),
         Error::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
         Error::TagExists(_) => (StatusCode::CONFLICT, "tag_exists"),
-        Error::ClockBehind { .. } => (UNAVAILABLE, "clock_behind"),
+        Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
         Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),
         Error::StoreUnavailable(_) => (UNAVAILABLE, "store_unavailable"),
@@ -284,6 +284,10 @@ mod tests {
             },
             Error::UnknownTag("t".into()),
             Error::TagExists("t".into()),
+            Error::ClockBehindHwm {
+                worker_id: 2,
+                behind_ms: 60_000,
+            },
         ]
     }
 
@@ -310,6 +314,7 @@ mod tests {
             (500, "worker_held"),
             (404, "unknown_tag"),
             (409, "tag_exists"),
+            (503, "clock_behind"),
         ];
         let got: Vec<(u16, &str)> = every_variant()
             .iter()

@@ -1,5 +1,5 @@
 //! `GET /healthz` (the process runs) and `GET /readyz` (it can serve: the worker lease is
-//! held and the store answers).
+//! held, the clock is not behind the snowflakes already issued, and the store answers).
 
 use std::time::Duration;
 
@@ -29,6 +29,17 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
         return Err(not_ready(
             "lease_not_held",
             "this node holds no confirmed worker lease".into(),
+        ));
+    }
+    let behind_ms = state.ids.snowflake_clock_behind_ms();
+    if behind_ms > 0 {
+        return Err(not_ready(
+            "clock_behind",
+            format!(
+                "the clock is {behind_ms} ms behind the snowflakes worker {} already issued; \
+                 snowflakes resume when it catches up",
+                keeper.lease().worker_id
+            ),
         ));
     }
     let segments = &state.ids.store().segments;

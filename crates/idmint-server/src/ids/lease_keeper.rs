@@ -22,6 +22,54 @@ use idmint_core::store::{Lease, LeaseRequest, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
 use tokio::sync::{watch, Mutex};
 
+/// What a node does when the worker ID it was given has a high-water mark further ahead of its
+/// clock than `max_lead` (DESIGN.md, "Clock model"): typically a restart after the clock
+/// stepped back, where the previous run issued IDs up to a time this clock has not reached.
+/// Uniqueness holds under every policy (the generator starts above the HWM); they differ in
+/// what is given up while the clock is behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockPolicy {
+    /// Keep the worker ID; snowflake calls fail fast with `clock_behind` (and `/readyz` says
+    /// so) until the clock passes the HWM. Segment IDs are served meanwhile.
+    Wait,
+    /// Take another worker ID whose HWM is below the clock, so snowflakes flow at once; IDs of
+    /// the new worker sort below those the old one issued ahead of the clock. Falls back to
+    /// `wait` (on the worker with the lowest HWM seen) when none is found after a few tries or
+    /// with a static `--worker-id`. The default.
+    #[default]
+    Switch,
+    /// Refuse: the node does not start (and a re-acquire after a lease loss keeps retrying),
+    /// for operators who would rather be paged than run on a clock that went back.
+    Fail,
+}
+
+impl ClockPolicy {
+    /// The policy's name as in the settings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClockPolicy::Wait => "wait",
+            ClockPolicy::Switch => "switch",
+            ClockPolicy::Fail => "fail",
+        }
+    }
+}
+
+impl std::str::FromStr for ClockPolicy {
+    type Err = String;
+
+    fn from_str(text: &str) -> std::result::Result<Self, String> {
+        match text.trim() {
+            "wait" => Ok(ClockPolicy::Wait),
+            "switch" => Ok(ClockPolicy::Switch),
+            "fail" => Ok(ClockPolicy::Fail),
+            other => Err(format!("`{other}` is not one of wait, switch, fail")),
+        }
+    }
+}
+
+/// How many other worker IDs the `switch` policy tries before it settles for waiting.
+const SWITCH_TRIES: usize = 8;
+
 /// How this node holds its worker ID.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseConfig {
@@ -37,6 +85,8 @@ pub struct LeaseConfig {
     /// How far ahead of the clock the HWM is raised: how long snowflakes keep flowing while
     /// the store is down. Must exceed `renew_every`. Default 10 s.
     pub hwm_lead: Duration,
+    /// What to do with a worker ID whose HWM is ahead of the clock. Default `switch`.
+    pub clock_policy: ClockPolicy,
 }
 
 impl Default for LeaseConfig {
@@ -47,6 +97,7 @@ impl Default for LeaseConfig {
             ttl: Duration::from_secs(10),
             renew_every: Duration::from_secs(2),
             hwm_lead: Duration::from_secs(10),
+            clock_policy: ClockPolicy::default(),
         }
     }
 }
@@ -94,13 +145,7 @@ impl Settings {
     /// Takes a lease and builds its generator: the HWM is confirmed ahead of the start point
     /// first, and the generator starts above the previous holder's HWM.
     async fn acquire(&self) -> Result<Holding> {
-        let request = LeaseRequest {
-            node_name: self.config.node_name.clone(),
-            worker_count: self.layout.worker_count(),
-            worker_id: self.config.worker_id,
-            ttl: self.config.ttl,
-        };
-        let lease = self.store.acquire(&request).await?;
+        let lease = self.acquire_within_policy().await?;
         let unit_ms = self.layout.unit().millis();
         let start_ms = self
             .clock
@@ -133,6 +178,95 @@ impl Settings {
             generator: Arc::new(generator),
         })
     }
+}
+
+impl Settings {
+    /// How far `lease`'s HWM is ahead of the clock, beyond what `max_lead` lets the generator
+    /// borrow: 0 when the generator can start at once.
+    fn behind_ms(&self, lease: &Lease) -> u64 {
+        let start_ms = lease.hwm_ms.saturating_add(self.layout.unit().millis());
+        let lead_ms = duration_ms(self.snowflake.max_lead);
+        start_ms.saturating_sub(self.clock.now_ms().saturating_add(lead_ms))
+    }
+
+    /// Takes a worker ID, applying the clock policy when its HWM is ahead of the clock. The
+    /// worker IDs tried and refused are held until the choice is made (so the store offers
+    /// others) and then released with their HWM unchanged.
+    async fn acquire_within_policy(&self) -> Result<Lease> {
+        let request = LeaseRequest {
+            node_name: self.config.node_name.clone(),
+            worker_count: self.layout.worker_count(),
+            worker_id: self.config.worker_id,
+            ttl: self.config.ttl,
+        };
+        let mut refused: Vec<Lease> = Vec::new();
+        let chosen = loop {
+            let lease = match self.store.acquire(&request).await {
+                Ok(lease) => lease,
+                // Out of worker IDs (or the store failed) while switching: settle for the best
+                // one refused so far, if any.
+                Err(error) => match take_lowest_hwm(&mut refused) {
+                    Some(best) => break Ok(best),
+                    None => break Err(error),
+                },
+            };
+            let behind_ms = self.behind_ms(&lease);
+            if behind_ms == 0 {
+                break Ok(lease);
+            }
+            let policy = self.config.clock_policy;
+            tracing::warn!(
+                worker_id = lease.worker_id,
+                hwm_ms = lease.hwm_ms,
+                behind_ms,
+                policy = policy.as_str(),
+                "the clock is behind this worker ID's high-water mark"
+            );
+            match policy {
+                ClockPolicy::Wait => break Ok(lease),
+                ClockPolicy::Fail => {
+                    let worker_id = lease.worker_id;
+                    refused.push(lease);
+                    break Err(Error::ClockBehindHwm {
+                        worker_id,
+                        behind_ms,
+                    });
+                }
+                ClockPolicy::Switch => {
+                    refused.push(lease);
+                    let tries_left = self.config.worker_id.is_none()
+                        && refused.len() <= SWITCH_TRIES
+                        && (refused.len() as u64) < request.worker_count;
+                    if !tries_left {
+                        if let Some(best) = take_lowest_hwm(&mut refused) {
+                            tracing::warn!(
+                                worker_id = best.worker_id,
+                                "no worker ID below the clock found: waiting for the clock"
+                            );
+                            break Ok(best);
+                        }
+                    }
+                }
+            }
+        };
+        for lease in refused {
+            // Unchanged HWM: nothing was issued under these tokens.
+            if let Err(error) = self.store.release(&lease, lease.hwm_ms).await {
+                tracing::warn!(worker_id = lease.worker_id, %error, "releasing a refused worker ID failed; it expires by itself");
+            }
+        }
+        chosen
+    }
+}
+
+/// Removes and returns the lease with the lowest HWM: the one the clock reaches first.
+fn take_lowest_hwm(leases: &mut Vec<Lease>) -> Option<Lease> {
+    let index = leases
+        .iter()
+        .enumerate()
+        .min_by_key(|(_, lease)| lease.hwm_ms)
+        .map(|(index, _)| index)?;
+    Some(leases.swap_remove(index))
 }
 
 /// Keeps this node's worker lease and its generator.

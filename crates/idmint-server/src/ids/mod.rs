@@ -15,7 +15,7 @@ use idmint_core::snowflake::Reservation;
 use idmint_core::{Clock, DecodedId, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag};
 use idmint_store::Store;
 
-pub use self::lease_keeper::{Holding, LeaseConfig, LeaseKeeper};
+pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 
 /// Everything the ID service is configured with.
@@ -41,6 +41,7 @@ pub struct Ids {
     store: Store,
     layout: Layout,
     max_wait: Duration,
+    max_lead: Duration,
     clock: Arc<dyn Clock>,
 }
 
@@ -74,6 +75,7 @@ impl Ids {
             store,
             layout: config.layout,
             max_wait: config.snowflake.max_wait,
+            max_lead: config.snowflake.max_lead,
             clock,
         }))
     }
@@ -87,18 +89,27 @@ impl Ids {
                 let holding = self.keeper.holding();
                 match holding.generator.try_reserve(count, shard)? {
                     Reservation::Ready(batch) => return Ok(batch),
-                    Reservation::Blocked(blocked, _) if waited >= self.max_wait => {
-                        return Err(holding.generator.blocked_error(blocked, waited));
+                    Reservation::Blocked(blocked, retry_after) => {
+                        let budget = self.max_wait.saturating_sub(waited);
+                        if !blocked.may_clear_within(retry_after, budget) {
+                            return Err(holding.generator.blocked_error(blocked, waited));
+                        }
+                        retry_after.min(budget)
                     }
-                    Reservation::Blocked(_, retry_after) => retry_after,
                 }
             };
-            let pause = retry_after
-                .min(self.max_wait - waited)
-                .max(Duration::from_millis(1));
+            let pause = retry_after.max(Duration::from_millis(1));
             tokio::time::sleep(pause).await;
             waited += pause;
         }
+    }
+
+    /// How far the snowflake generator's next tick is ahead of the clock beyond `max_lead`, in
+    /// ms: above 0 (a worker ID kept under the clock policy `wait`), snowflake calls fail with
+    /// `clock_behind` until the clock catches up, and `/readyz` says so.
+    pub fn snowflake_clock_behind_ms(&self) -> u64 {
+        let lead_ms = self.keeper.holding().generator.lead_ms();
+        lead_ms.saturating_sub(idmint_core::clock::duration_ms(self.max_lead))
     }
 
     /// `count` segment IDs of `tag`, as ascending runs.
