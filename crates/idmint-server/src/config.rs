@@ -50,6 +50,9 @@ pub struct PartialConfig {
     pub default_step: Option<u64>,
     /// Accept a store that cannot promise durability (logged as a warning).
     pub allow_non_durable: Option<bool>,
+    /// Prefix of idmint's tables (or Redis keys) in the store, so several deployments can
+    /// share one database.
+    pub namespace: Option<String>,
     /// What to do with a worker ID whose high-water mark is ahead of the clock: `wait`,
     /// `switch` or `fail`.
     pub clock_policy: Option<String>,
@@ -95,6 +98,7 @@ impl PartialConfig {
             auto_create_tags: self.auto_create_tags.or(lower.auto_create_tags),
             default_step: self.default_step.or(lower.default_step),
             allow_non_durable: self.allow_non_durable.or(lower.allow_non_durable),
+            namespace: self.namespace.or(lower.namespace),
             clock_policy: self.clock_policy.or(lower.clock_policy),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
             lease_renew: self.lease_renew.or(lower.lease_renew),
@@ -132,6 +136,8 @@ pub struct ServeConfig {
     pub default_step: u64,
     /// Accept a non-durable store.
     pub allow_non_durable: bool,
+    /// Prefix of idmint's tables or keys in the store.
+    pub namespace: String,
     /// How long shutdown waits for in-flight requests.
     pub drain_timeout: Duration,
     /// Worker lease timing and the clock policy (the node name and worker ID are copied from
@@ -229,6 +235,7 @@ impl ServeConfig {
             auto_create_tags: layers.auto_create_tags.unwrap_or(true),
             default_step,
             allow_non_durable: layers.allow_non_durable.unwrap_or(false),
+            namespace: layers.namespace.unwrap_or_else(|| "idmint".to_owned()),
             drain_timeout: Duration::from_secs(10),
             lease,
             snowflake,

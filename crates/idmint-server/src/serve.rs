@@ -33,6 +33,7 @@ pub async fn run(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let store_options = StoreOptions {
         allow_non_durable: config.allow_non_durable,
+        namespace: config.namespace.clone(),
         ..StoreOptions::default()
     };
     let store = metered(idmint_store::open(&config.store, &store_options).await?);

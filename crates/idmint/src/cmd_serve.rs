@@ -76,6 +76,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
     pub allow_non_durable: Option<bool>,
 
+    /// Prefix of idmint's tables (or Redis keys) in the store: [a-z0-9_]{1,32}, so several
+    /// deployments can share one database. [default: idmint]
+    #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
+    pub namespace: Option<String>,
+
     /// When the worker ID's high-water mark is ahead of the clock by more than --max-lead
     /// (a restart after the clock stepped back): `switch` takes another worker ID whose mark
     /// is below the clock, `wait` keeps it and answers snowflake calls with clock_behind until
@@ -126,6 +131,7 @@ impl ServeArgs {
             auto_create_tags: self.auto_create_tags,
             default_step: self.default_step,
             allow_non_durable: self.allow_non_durable,
+            namespace: self.namespace.clone(),
             clock_policy: self.clock_policy.clone(),
             lease_ttl: self.lease_ttl.clone(),
             lease_renew: self.lease_renew.clone(),

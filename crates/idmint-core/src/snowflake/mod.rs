@@ -26,6 +26,9 @@ use crate::sync::{AtomicU64, Ordering, Padded};
 /// The most IDs one call may reserve.
 pub const MAX_BATCH: u64 = 1_000_000;
 
+/// How often a call blocked on the granted HWM looks again.
+const HWM_POLL: Duration = Duration::from_millis(5);
+
 /// The state word of a closed generator: above every packed `(tick, seq)` a layout can reach
 /// (at most 63 bits), so no reservation can be made from it.
 const CLOSED: u64 = u64::MAX;
@@ -224,15 +227,15 @@ impl SnowflakeGenerator {
         mut blocked: Blocked,
         mut retry_after: Duration,
     ) -> Result<u64> {
-        let mut waited = Duration::ZERO;
+        // Waited time is read off the clock, not summed from the pauses: a sleep may overrun.
+        let start_ms = self.clock.now_ms();
         loop {
+            let waited = Duration::from_millis(self.clock.now_ms().saturating_sub(start_ms));
             let budget = self.max_wait.saturating_sub(waited);
             if !blocked.may_clear_within(retry_after, budget) {
                 return Err(self.blocked_error(blocked, waited));
             }
-            let pause = retry_after.min(budget);
-            self.clock.sleep(pause);
-            waited += pause;
+            self.clock.sleep(retry_after.min(budget));
             match self.reserve(count, shard)? {
                 Ok(first) => return Ok(first),
                 Err((now_blocked, now_retry_after)) => {
@@ -279,7 +282,8 @@ impl SnowflakeGenerator {
                     tick: last_tick,
                     granted,
                 };
-                return Ok(Err((blocked, Duration::from_millis(1))));
+                // Raises come with lease renewals, seconds apart: no need to poll every ms.
+                return Ok(Err((blocked, HWM_POLL)));
             }
             // Ticks already issued may be finished even if the clock fell behind them; a new
             // tick may only be borrowed up to `max_lead` ahead of the clock.

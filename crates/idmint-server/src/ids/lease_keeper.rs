@@ -12,11 +12,12 @@
 //!   in a new generator fenced above that ID's HWM;
 //! - on release, writes the highest tick issued and frees the worker ID.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use idmint_core::clock::Stopwatch;
 use idmint_core::snowflake::Fence;
 use idmint_core::store::{Lease, LeaseRequest, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
@@ -275,6 +276,12 @@ pub struct LeaseKeeper {
     settings: Settings,
     current: ArcSwap<Holding>,
     held: AtomicBool,
+    /// Monotonic time since the keeper started, for [`is_held`](Self::is_held): the wall clock
+    /// may step, a lease's age must not.
+    started: Stopwatch,
+    /// `started`'s reading just before the store last confirmed the lease (acquire or
+    /// renew), in ms: the store's expiry is at least `ttl` after it.
+    confirmed_ms: AtomicU64,
     stop: watch::Sender<bool>,
     /// Held across every store write of the lease (renew, re-acquire, release), so a renewal
     /// in flight can never land after the release and bring the lease back to life.
@@ -301,11 +308,14 @@ impl LeaseKeeper {
             config,
             snowflake,
         };
+        let started = Stopwatch::start();
         let holding = settings.acquire().await?;
         Ok(Arc::new(Self {
             settings,
             current: ArcSwap::from_pointee(holding),
             held: AtomicBool::new(true),
+            started,
+            confirmed_ms: AtomicU64::new(0),
             stop: watch::Sender::new(false),
             writing: Mutex::new(()),
         }))
@@ -329,10 +339,19 @@ impl LeaseKeeper {
         self.current.load().lease.clone()
     }
 
-    /// True while the store confirms our lease (false after a loss, until re-acquired, and
-    /// after release).
+    /// True while the store confirms our lease: false after a loss until re-acquired, after
+    /// release, and once `ttl` passed since the last confirmation (the store cannot be reached,
+    /// or this process was frozen: another node may hold the worker ID by now).
     pub fn is_held(&self) -> bool {
-        self.held.load(Ordering::SeqCst)
+        let since_ms = self
+            .age_ms()
+            .saturating_sub(self.confirmed_ms.load(Ordering::SeqCst));
+        self.held.load(Ordering::SeqCst) && since_ms < duration_ms(self.settings.config.ttl)
+    }
+
+    /// Monotonic ms since the keeper started.
+    fn age_ms(&self) -> u64 {
+        duration_ms(self.started.elapsed())
     }
 
     /// The renewal loop: runs until [`release`](Self::release). Spawn it once.
@@ -385,6 +404,7 @@ impl LeaseKeeper {
         if *self.stop.borrow() {
             return Ok(());
         }
+        let asked_ms = self.age_ms();
         let holding = self.current.load_full();
         let issued_ms = self
             .settings
@@ -404,6 +424,7 @@ impl LeaseKeeper {
         if let Some(tick) = self.settings.layout.tick_at(renewal.hwm_ms) {
             holding.generator.raise_granted_tick(tick);
         }
+        self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
         Ok(())
     }
 
@@ -416,8 +437,10 @@ impl LeaseKeeper {
                 if *self.stop.borrow() {
                     return;
                 }
+                let asked_ms = self.age_ms();
                 match self.settings.acquire().await {
                     Ok(holding) => {
+                        self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
                         self.current.store(Arc::new(holding));
                         self.held.store(true, Ordering::SeqCst);
                         return;

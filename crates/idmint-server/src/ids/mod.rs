@@ -11,6 +11,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
+use idmint_core::clock::Stopwatch;
 use idmint_core::snowflake::Reservation;
 use idmint_core::{Clock, DecodedId, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag};
 use idmint_store::Store;
@@ -83,13 +84,22 @@ impl Ids {
     /// `count` snowflakes for `shard`, waiting at most `max_wait` (asynchronously) when the
     /// sequence or the granted HWM is used up.
     pub async fn snowflakes(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {
-        let mut waited = Duration::ZERO;
+        // Measured, not summed from the pauses: a timer fires late by up to a millisecond or
+        // more, and a thousand short pauses would stretch max_wait more than twofold.
+        let mut stopwatch: Option<Stopwatch> = None;
         loop {
             let retry_after = {
                 let holding = self.keeper.holding();
                 match holding.generator.try_reserve(count, shard)? {
                     Reservation::Ready(batch) => return Ok(batch),
                     Reservation::Blocked(blocked, retry_after) => {
+                        let waited = match &stopwatch {
+                            Some(started) => started.elapsed(),
+                            None => {
+                                stopwatch = Some(Stopwatch::start());
+                                Duration::ZERO
+                            }
+                        };
                         let budget = self.max_wait.saturating_sub(waited);
                         if !blocked.may_clear_within(retry_after, budget) {
                             return Err(holding.generator.blocked_error(blocked, waited));
@@ -98,9 +108,7 @@ impl Ids {
                     }
                 }
             };
-            let pause = retry_after.max(Duration::from_millis(1));
-            tokio::time::sleep(pause).await;
-            waited += pause;
+            tokio::time::sleep(retry_after.max(Duration::from_millis(1))).await;
         }
     }
 

@@ -1,0 +1,144 @@
+//! The failure suite (issue 5): real `idmint serve` processes on real stores, real clients
+//! over HTTP and the Redis protocol, and the faults that break other ID services: SIGKILL and
+//! restart, clock steps (libfaketime), store outages, lease loss (SIGSTOP). Every ID handed
+//! out is collected in a [`ledger::Ledger`] and checked: no duplicate, strictly increasing per
+//! client and process lifetime, and per worker ID the holders' IDs in disjoint ranges.
+//!
+//! The short form runs in `.ci/run`; `IDMINT_RELIABILITY_SECONDS=600` (per scenario phase)
+//! makes the long form for release checks (RELIABILITY.md). Each scenario prints its figures
+//! as a line starting with `reliability:`; run with `--nocapture` to see them.
+//!
+//! The scenarios run one at a time: they share the store servers and the two cores.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod clock;
+mod lease_loss;
+mod ledger;
+mod load;
+mod node;
+mod nodes;
+mod outage;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+/// One scenario at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// How long the load phases of a scenario last: short in CI, long for release checks.
+pub fn phase(short: Duration) -> Duration {
+    match std::env::var("IDMINT_RELIABILITY_SECONDS") {
+        Ok(text) => Duration::from_secs(text.parse().expect("IDMINT_RELIABILITY_SECONDS")),
+        Err(_) => short,
+    }
+}
+
+/// A store URL from the environment that `scripts/with-stores` sets.
+pub fn store_url(variable: &str) -> String {
+    std::env::var(variable)
+        .unwrap_or_else(|_| panic!("{variable} is not set: run the tests through scripts/test"))
+}
+
+/// A fresh SQLite file.
+pub fn sqlite_url(name: &str) -> String {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-reliability");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("{name}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    format!("sqlite://{}", file.display())
+}
+
+/// A namespace no earlier run used, so each scenario starts from empty tables in a shared
+/// database.
+pub fn fresh_namespace(label: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000_000;
+    format!("r{label}_{now}_{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// A multi-threaded runtime for a scenario's clients.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn nodes_killed_and_restarted_on_sqlite() {
+    let _serial = serial();
+    nodes::killed_and_restarted("sqlite", &sqlite_url("nodes"));
+}
+
+#[test]
+fn nodes_killed_and_restarted_on_postgres() {
+    let _serial = serial();
+    nodes::killed_and_restarted("postgres", &store_url("IDMINT_TEST_POSTGRES_URL"));
+}
+
+#[test]
+fn nodes_killed_and_restarted_on_mariadb() {
+    let _serial = serial();
+    nodes::killed_and_restarted("mariadb", &store_url("IDMINT_TEST_MYSQL_URL"));
+}
+
+#[test]
+fn nodes_killed_and_restarted_on_redis() {
+    let _serial = serial();
+    nodes::killed_and_restarted("redis", &store_url("IDMINT_TEST_REDIS_URL"));
+}
+
+#[test]
+fn clock_stepped_back_while_running() {
+    let _serial = serial();
+    clock::step_back_while_running(&store_url("IDMINT_TEST_POSTGRES_URL"));
+}
+
+#[test]
+fn clock_behind_at_restart_under_each_policy() {
+    let _serial = serial();
+    clock::restart_behind_under_each_policy(&store_url("IDMINT_TEST_POSTGRES_URL"));
+}
+
+#[test]
+fn store_outage_covered_by_the_buffers_on_postgres() {
+    let _serial = serial();
+    outage::covered_by_buffers(
+        "postgres",
+        &store_url("IDMINT_TEST_POSTGRES_URL"),
+        "IDMINT_TEST_POSTGRES_PID",
+    );
+}
+
+#[test]
+fn store_outage_longer_than_the_buffers_on_redis() {
+    let _serial = serial();
+    outage::longer_than_buffers(
+        "redis",
+        &store_url("IDMINT_TEST_REDIS_URL"),
+        "IDMINT_TEST_REDIS_PID",
+    );
+}
+
+#[test]
+fn lease_lost_while_frozen_on_postgres() {
+    let _serial = serial();
+    lease_loss::frozen_past_ttl("postgres", &store_url("IDMINT_TEST_POSTGRES_URL"));
+}
+
+#[test]
+fn lease_lost_while_frozen_on_redis() {
+    let _serial = serial();
+    lease_loss::frozen_past_ttl("redis", &store_url("IDMINT_TEST_REDIS_URL"));
+}

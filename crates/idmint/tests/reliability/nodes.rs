@@ -1,0 +1,113 @@
+//! Scenario 1: three nodes on one store, clients on every node over HTTP and the Redis
+//! protocol, and every couple of seconds one node killed with SIGKILL and started again.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use idmint_core::Layout;
+
+use crate::ledger::Ledger;
+use crate::load::{spawn_client, Load, Protocol, Target};
+use crate::node::{Node, NodeSpec};
+
+/// Eight worker IDs for three nodes that keep dying: expired worker IDs are taken over
+/// often, so the fenced HWM is what keeps the IDs apart.
+const LAYOUT: &str = "time:41@1ms,worker:3,seq:12";
+
+/// Runs the scenario on `store` and checks every ID.
+pub fn killed_and_restarted(label: &str, store: &str) {
+    let namespace = crate::fresh_namespace(label);
+    let args = [
+        "--layout",
+        LAYOUT,
+        "--namespace",
+        &namespace,
+        "--lease-ttl",
+        "2s",
+        "--lease-renew",
+        "500ms",
+        "--hwm-lead",
+        "1500ms",
+        "--default-step",
+        "100",
+    ];
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::new(NodeSpec::new(&format!("node-{i}"), store, &args)))
+        .collect();
+    for node in &mut nodes {
+        node.start();
+    }
+    let ledger = Arc::new(Ledger::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = Arc::new(Load {
+        snowflakes: true,
+        tags: vec!["orders".into(), "users".into()],
+        max_count: 50,
+        pause: Duration::from_millis(1),
+    });
+    let runtime = crate::runtime();
+    let mut clients = Vec::new();
+    for (index, node) in nodes.iter().enumerate() {
+        let target = Target {
+            node: index,
+            http: node.http(),
+            resp: node.resp(),
+            incarnation: node.incarnation(),
+        };
+        for (k, protocol) in [
+            Protocol::Http,
+            Protocol::Resp,
+            Protocol::Http,
+            Protocol::Resp,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let _guard = runtime.enter();
+            clients.push(spawn_client(
+                index * 4 + k,
+                protocol,
+                target.clone(),
+                Arc::clone(&load),
+                Arc::clone(&ledger),
+                Arc::clone(&stop),
+            ));
+        }
+    }
+
+    // The chaos: a pseudo-random node killed every 1 to 2 s, back 200 ms later.
+    let length = crate::phase(Duration::from_secs(12));
+    let started = Instant::now();
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id());
+    let mut kills = 0;
+    while started.elapsed() < length {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(1_000 + seed % 1_000));
+        let victim = (seed % 3) as usize;
+        nodes[victim].kill9();
+        kills += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        nodes[victim].start();
+    }
+    // Let every node serve a while after the last restart, then stop the clients.
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    runtime.block_on(async {
+        for client in clients {
+            client.await.unwrap();
+        }
+    });
+    for node in &mut nodes {
+        assert!(node.stop().success(), "graceful stop failed");
+    }
+
+    let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
+    println!("reliability: nodes on {label}: {kills} SIGKILLs in {length:?}; {report}");
+    assert!(
+        report.ids > 10_000,
+        "too little load to mean anything: {report}"
+    );
+}
