@@ -31,6 +31,7 @@ pub async fn run(
     let metrics = install_metrics();
     let layout = Layout::parse_with_epoch(&config.layout, config.epoch.as_deref())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+    refuse_exhausted_layout(&layout, clock.as_ref())?;
     let store_options = StoreOptions {
         allow_non_durable: config.allow_non_durable,
         namespace: config.namespace.clone(),
@@ -99,6 +100,19 @@ pub async fn run(
     outcome
 }
 
+/// A layout that has run out can mint no snowflake: refuse it before the store is opened, so
+/// the node takes no worker lease (which would hold a worker ID for a lease period and raise
+/// its high-water mark for nothing).
+fn refuse_exhausted_layout(layout: &Layout, clock: &dyn Clock) -> Result<(), ServerError> {
+    if clock.now_ms() >= layout.ends_at_ms() {
+        return Err(idmint_core::Error::LayoutExhausted {
+            ends_at: format_ms_rfc3339(layout.ends_at_ms()),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// Installs the Prometheus recorder for the process; a second server in the same process (tests)
 /// shares the first one's.
 fn install_metrics() -> Option<PrometheusHandle> {
@@ -152,4 +166,30 @@ fn log_started(
         node = %config.node_name,
         "idmint serving"
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use idmint_core::ManualClock;
+
+    use super::*;
+
+    #[test]
+    fn a_layout_that_ran_out_is_refused_before_the_store() {
+        // 1 s ticks, 4 of them: the layout runs 4 s from its epoch, 1970-01-01.
+        let Ok(layout) = Layout::parse_with_epoch("time:2@1s,seq:8", Some("0")) else {
+            panic!("the layout does not parse");
+        };
+        assert_eq!(layout.ends_at_ms(), 4_000);
+        assert!(refuse_exhausted_layout(&layout, &ManualClock::new(3_999)).is_ok());
+        let refused = refuse_exhausted_layout(&layout, &ManualClock::new(4_000));
+        assert!(
+            matches!(
+                refused,
+                Err(ServerError::Ids(idmint_core::Error::LayoutExhausted { ref ends_at }))
+                    if ends_at == "1970-01-01T00:00:04.000Z"
+            ),
+            "{refused:?}"
+        );
+    }
 }

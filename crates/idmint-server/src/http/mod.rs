@@ -37,8 +37,15 @@
 //! | 405 | `method_not_allowed` (with `Allow`) |
 //! | 409 | `tag_exists` |
 //! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
-//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz) |
+//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
 //! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
+//!
+//! Requests the HTTP parser refuses never reach a route, so they get hyper's bare answer (an
+//! empty body, then the connection is closed): `400` for a malformed request line or header
+//! (bytes that are not allowed in a URI, such as raw non-UTF-8, HTTP/0.9, a bad
+//! `Content-Length`), `414` for a target too long, `431` for a head over [`MAX_HEADER_SIZE`]
+//! bytes or with more than 100 headers. A connection that has not sent a complete head within
+//! [`HEADER_READ_TIMEOUT`] is closed without an answer (see [`serve_with`]).
 //!
 //! # Metrics
 //!
@@ -59,25 +66,25 @@ mod errors;
 mod health;
 mod issue;
 mod leaf;
+mod listener;
 pub mod metrics;
 mod params;
 mod state;
 
 use std::fmt;
-use std::future::Future;
-use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
 use axum::routing::{get, post};
-use axum::serve::ListenerExt;
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
-use tokio::net::TcpListener;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 
+pub use self::listener::{
+    serve, serve_with, ConnectionOptions, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEADER_SIZE,
+};
 use self::state::AppState;
 use crate::ids::Ids;
 
@@ -162,21 +169,4 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(axum::middleware::map_response(errors::json_errors))
         .with_state(state)
-}
-
-/// Serves `router` on `listener` (with `TCP_NODELAY`) until `shutdown` completes, then stops
-/// accepting and waits for in-flight requests to finish.
-pub async fn serve(
-    listener: TcpListener,
-    router: Router,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> io::Result<()> {
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "could not set TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown)
-        .await
 }

@@ -5,6 +5,11 @@
 //! one above its [`Limits`](idmint_resp::Limits)) plus one read; the reply buffer is written
 //! out whenever it passes [`FLUSH_AT`] within a batch, so a pipeline of large
 //! `IDMINT.SNOWFLAKE COUNT 10000` requests cannot grow it without bound.
+//!
+//! A partial request must be completed within the listener's `partial_request_timeout` of its
+//! first byte (or of the last complete command): a slowloris client is answered with a
+//! protocol error and closed. An idle connection, with nothing pending, is kept as long as
+//! the client likes, as Redis does.
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -12,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use idmint_resp::{Command, RequestDecoder};
+use idmint_resp::{encode, Command, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
@@ -158,16 +163,31 @@ async fn serve_connection(
     let mut decoder = RequestDecoder::new(session.shared.options.limits);
     let mut inbuf = BytesMut::with_capacity(READ_BUFFER);
     let mut out = BytesMut::with_capacity(WRITE_BUFFER);
+    // When the partial request at the front of `inbuf` must be complete.
+    let mut deadline: Option<Instant> = None;
     loop {
         if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
             // Reclaims the buffer's memory once the commands sliced from it are dropped.
             inbuf.reserve(READ_BUFFER);
         }
-        let read = tokio::select! {
-            biased;
-            read = stream.read_buf(&mut inbuf) => read?,
-            // Shutdown while waiting for a request: nothing is in flight, close.
-            _ = &mut *stop => return Ok(()),
+        let read = if inbuf.is_empty() {
+            tokio::select! {
+                biased;
+                read = stream.read_buf(&mut inbuf) => read?,
+                // Shutdown while waiting for a request: nothing is in flight, close.
+                _ = &mut *stop => return Ok(()),
+            }
+        } else {
+            let timeout = session.shared.options.partial_request_timeout;
+            let until = *deadline.get_or_insert_with(|| Instant::now() + timeout);
+            tokio::select! {
+                biased;
+                read = stream.read_buf(&mut inbuf) => read?,
+                _ = &mut *stop => return Ok(()),
+                () = tokio::time::sleep_until(until.into()) => {
+                    return partial_request_timed_out(stream, session, &mut inbuf, timeout).await;
+                }
+            }
         };
         if read == 0 {
             return Ok(()); // the peer closed
@@ -176,6 +196,8 @@ async fn serve_connection(
         while flow == Flow::Continue {
             match decoder.decode(&mut inbuf) {
                 Ok(Some(command)) => {
+                    // Progress: the next partial request gets a time of its own.
+                    deadline = None;
                     flow = run_command(session, &command, &mut out).await;
                     if out.len() >= FLUSH_AT {
                         stream.write_all(&out).await?;
@@ -192,6 +214,9 @@ async fn serve_connection(
                 }
             }
         }
+        if inbuf.is_empty() {
+            deadline = None;
+        }
         session.flush_counters();
         if !out.is_empty() {
             // One write for every reply of the batch: pipelining's whole point.
@@ -207,6 +232,34 @@ async fn serve_connection(
             return Ok(());
         }
     }
+}
+
+/// Answers a request that did not arrive in full within `timeout` of its first byte (or of
+/// the last complete command) with a protocol error, and closes.
+async fn partial_request_timed_out(
+    stream: &mut TcpStream,
+    session: &Session,
+    inbuf: &mut BytesMut,
+    timeout: Duration,
+) -> std::io::Result<()> {
+    tracing::debug!(
+        peer = %session.peer,
+        buffered = inbuf.len(),
+        ?timeout,
+        "RESP request not complete in time; closing"
+    );
+    metrics::counter!("idmint_resp_protocol_errors_total").increment(1);
+    let mut out = BytesMut::new();
+    encode::error_fmt(
+        &mut out,
+        format_args!(
+            "ERR Protocol error: request not complete within {} s",
+            timeout.as_secs_f64()
+        ),
+    );
+    stream.write_all(&out).await?;
+    linger(stream, inbuf).await;
+    Ok(())
 }
 
 /// Closes after `QUIT` or a protocol error so that the peer reads the last reply.
@@ -243,4 +296,100 @@ async fn run_command(session: &mut Session, command: &Command, out: &mut BytesMu
         return flow;
     }
     session.execute(command, out).await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error;
+
+    use idmint_core::store::MemoryStore;
+    use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
+    use idmint_store::Store;
+    use tokio::net::TcpListener;
+    use tokio::task::JoinHandle;
+
+    use super::super::{serve, RespOptions};
+    use super::*;
+    use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+
+    type TestResult = Result<(), Box<dyn Error>>;
+    type Running = (
+        SocketAddr,
+        oneshot::Sender<()>,
+        JoinHandle<std::io::Result<()>>,
+    );
+
+    /// The RESP listener with a 300 ms partial-request timeout, over an in-memory store.
+    async fn start() -> Result<Running, Box<dyn Error>> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let memory = Arc::new(MemoryStore::new(Arc::clone(&clock)));
+        let store = Store {
+            segments: memory.clone(),
+            leases: memory,
+            display_url: "memory".into(),
+        };
+        let config = IdsConfig {
+            layout: Layout::parse("time:41@1ms,worker:10,seq:12")?,
+            datacenter: 0,
+            lease: LeaseConfig::default(),
+            snowflake: SnowflakeConfig::default(),
+            segments: SegmentOptions::default(),
+        };
+        let ids = Ids::start(config, store, clock).await?;
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let options = RespOptions {
+            partial_request_timeout: Duration::from_millis(300),
+            ..RespOptions::default()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, ids, options, async {
+            let _ = stopped.await;
+        }));
+        Ok((addr, stop, task))
+    }
+
+    async fn read_to_close(stream: &mut TcpStream) -> Result<String, Box<dyn Error>> {
+        let mut received = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received)).await??;
+        Ok(String::from_utf8_lossy(&received).into_owned())
+    }
+
+    async fn read_text(stream: &mut TcpStream, len: usize) -> Result<String, Box<dyn Error>> {
+        let mut buf = vec![0u8; len];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut buf)).await??;
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partial_request_is_timed_out_but_idle_and_progressing_clients_are_not() -> TestResult
+    {
+        let (addr, stop, task) = start().await?;
+        let mut partial = TcpStream::connect(addr).await?;
+        partial
+            .write_all(b"*2\r\n$4\r\nINCR\r\n$100\r\nabc")
+            .await?;
+        let mut idle = TcpStream::connect(addr).await?;
+        // A pipeline whose commands complete one by one, each within the timeout, though the
+        // whole takes longer than it.
+        let mut steady = TcpStream::connect(addr).await?;
+        for piece in [&b"PING\r\nPI"[..], b"NG\r\nPI", b"NG\r\nPI"] {
+            steady.write_all(piece).await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        steady.write_all(b"NG\r\n").await?;
+        assert_eq!(read_text(&mut steady, 28).await?, "+PONG\r\n".repeat(4));
+        assert_eq!(
+            read_to_close(&mut partial).await?,
+            "-ERR Protocol error: request not complete within 0.3 s\r\n"
+        );
+        // Idle well past the timeout, and still served.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        idle.write_all(b"PING\r\n").await?;
+        assert_eq!(read_text(&mut idle, 7).await?, "+PONG\r\n");
+        drop((idle, steady));
+        let _ = stop.send(());
+        task.await??;
+        Ok(())
+    }
 }

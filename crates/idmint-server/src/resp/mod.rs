@@ -29,10 +29,25 @@ mod reply;
 mod tags;
 
 use std::fmt;
+use std::time::Duration;
 
 use idmint_resp::Limits;
 
 pub use self::listener::serve;
+
+/// The codec's default limits, with requests capped at 64 KiB instead of 1 MiB.
+///
+/// A client that stalls in the middle of a request holds its bytes in its connection's buffer
+/// until the request completes or times out (`partial_request_timeout`); at
+/// `max_connections` such clients, that is `max_connections x max_request_len`: 10 GiB with
+/// the codec's 1 MiB, 640 MiB with 64 KiB. idmint's commands carry a tag of at most 128 bytes
+/// and a few integers, and what stock clients send (`HELLO`, `AUTH`, `CLIENT SETINFO`) is as
+/// small, so 64 KiB refuses nothing a real client sends. (Inline lines keep the codec's
+/// `max_inline_len`, also 64 KiB.)
+pub const SERVER_LIMITS: Limits = Limits {
+    max_request_len: 64 * 1024,
+    ..Limits::DEFAULT
+};
 
 /// How the Redis-protocol listener behaves.
 #[derive(Clone)]
@@ -41,22 +56,30 @@ pub struct RespOptions {
     /// but `AUTH`, `HELLO`, `PING` and `QUIT` is refused with `-NOAUTH` until the connection
     /// has authenticated.
     pub admin_token: Option<String>,
-    /// Bounds on what one request may declare or contain.
+    /// Bounds on what one request may declare or contain. Default [`SERVER_LIMITS`].
     pub limits: Limits,
     /// Largest `COUNT` of `IDMINT.SNOWFLAKE` and `IDMINT.NEXT`, and largest `INCRBY` increment.
     pub max_count: u64,
     /// Most connections served at once; a connection beyond it is answered
     /// `-ERR max number of clients reached` and closed, as Redis does.
     pub max_connections: usize,
+    /// How long a request may take to arrive once its first byte has (counted again after
+    /// each complete command): a client that starts a request and then stalls or trickles it
+    /// (slowloris) is answered `-ERR Protocol error: ...` and closed after it, rather than
+    /// holding its connection and up to [`Limits::max_request_len`] bytes of buffer forever.
+    /// Idle connections, with no partial request, are never timed out, as with Redis.
+    /// Default 30 s.
+    pub partial_request_timeout: Duration,
 }
 
 impl Default for RespOptions {
     fn default() -> Self {
         Self {
             admin_token: None,
-            limits: Limits::DEFAULT,
+            limits: SERVER_LIMITS,
             max_count: 10_000,
             max_connections: 10_000,
+            partial_request_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -69,6 +92,7 @@ impl fmt::Debug for RespOptions {
             .field("limits", &self.limits)
             .field("max_count", &self.max_count)
             .field("max_connections", &self.max_connections)
+            .field("partial_request_timeout", &self.partial_request_timeout)
             .finish()
     }
 }
