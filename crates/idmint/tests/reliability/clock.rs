@@ -230,6 +230,7 @@ pub fn restart_behind_under_each_policy(store: &str) {
     // fail: the node refuses to start, saying why.
     node.spec_mut().args = with_policy("fail");
     let log = node.try_start().expect_err("policy fail started anyway");
+    assert!(log.starts_with("exited with exit status: 1"), "{log}");
     assert!(log.contains("clock policy `fail`"), "{log}");
     assert!(log.contains(&format!("worker {first_worker}")), "{log}");
 
