@@ -163,6 +163,52 @@ fn inline_line_limit() {
     assert_eq!(parse_command(&blanks, &limits()), Ok(None));
 }
 
+/// Regression (fuzz target `resp_parse`): the limit does not count the line ending, so a line of
+/// exactly `max_inline_len` bytes is accepted with a CRLF ending as with a bare LF. It used to be
+/// refused as too long when it ended in CRLF, i.e. from every real client.
+#[test]
+fn inline_limit_does_not_count_the_line_ending() {
+    let small = Limits {
+        max_inline_len: 30,
+        ..limits()
+    };
+    // The minimised fuzz input: "NOW0000" re-sent as an inline line of exactly 30 bytes.
+    let line = b"\"\\x4e\\x4f\\x57\\x30\\x30\\x30\\x30\"\r\n";
+    assert_eq!(line.len(), 30 + 2);
+    let parsed = parse_command(line, &small);
+    assert_eq!(
+        parsed.map(|r| r.map(|(cmd, used)| (args(&cmd), used))),
+        Ok(Some((v(&["NOW0000"]), 32)))
+    );
+
+    let max = limits().max_inline_len;
+    for ending in [&b"\n"[..], b"\r\n"] {
+        let mut line = vec![b'A'; max];
+        line.extend_from_slice(ending);
+        assert_eq!(one(&line), (vec![vec![b'A'; max]], line.len()));
+        // Fed a byte at a time, the decoder reaches the same command, never an error.
+        let mut decoder = RequestDecoder::new(limits());
+        let mut buf = BytesMut::new();
+        let mut got = None;
+        for &b in &line {
+            buf.extend_from_slice(&[b]);
+            if let Some(cmd) = decoder.decode(&mut buf).unwrap() {
+                got = Some(args(&cmd));
+            }
+        }
+        assert_eq!(got, Some(vec![vec![b'A'; max]]));
+    }
+    // The CR of the ending may wait for its LF; anything else past the limit is refused.
+    let mut pending = vec![b'A'; max];
+    pending.push(b'\r');
+    assert_eq!(parse_command(&pending, &limits()), Ok(None));
+    pending.push(b'x');
+    assert_eq!(err(&pending), ProtocolError::InlineTooLong { limit: max });
+    let mut long = vec![b'A'; max + 1];
+    long.extend_from_slice(b"\r\n");
+    assert_eq!(err(&long), ProtocolError::InlineTooLong { limit: max });
+}
+
 #[test]
 fn decoder_bounds_blank_lines_across_reads() {
     let limits = Limits {

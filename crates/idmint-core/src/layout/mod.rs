@@ -325,9 +325,16 @@ impl Layout {
         self.shard.map_or(1, |f| f.max_value() + 1)
     }
 
-    /// The most IDs one worker can issue per second (all shards share one sequence).
+    /// The most IDs one worker can issue per second (all shards share one sequence),
+    /// saturating at `u64::MAX`.
+    ///
+    /// A valid layout may give the sequence up to 62 bits, and from 55 bits at 1 ms per tick
+    /// the exact rate no longer fits a `u64` (found by the `layout_spec` fuzz target: the
+    /// multiplication overflowed, a panic in debug builds and a wrong figure in release). The
+    /// rate is a figure for people (`idmint layout`), so the largest `u64` stands for "more
+    /// than can ever be used" rather than widening the type for every caller.
     pub fn ids_per_second_per_worker(&self) -> u64 {
-        (self.seq.max_value() + 1) * (1_000 / self.unit.millis())
+        (self.seq.max_value() + 1).saturating_mul(1_000 / self.unit.millis())
     }
 
     /// The tick that contains `unix_ms`; `None` before the epoch.

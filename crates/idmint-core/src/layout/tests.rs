@@ -171,3 +171,18 @@ fn ticks_round_down_to_the_unit() {
     assert_eq!(layout.tick_at(epoch - 1), None);
     assert_eq!(layout.tick_start_ms(2), epoch + 20);
 }
+
+/// Regression (fuzz target `layout_spec`): a wide sequence under a narrow time field is a valid
+/// layout, and asking for its rate overflowed `u64` arithmetic and panicked.
+#[test]
+fn rate_of_a_very_wide_sequence_saturates() {
+    let layout = Layout::parse("time:1@1ms,seq:55,worker:1,dc:1").unwrap();
+    assert_eq!(layout.ids_per_second_per_worker(), u64::MAX);
+    let layout = Layout::parse("time:1@1ms,seq:62").unwrap();
+    assert_eq!(layout.ids_per_second_per_worker(), u64::MAX);
+    // The widest sequence whose rate still fits is exact.
+    let layout = Layout::parse("time:9@1ms,seq:54").unwrap();
+    assert_eq!(layout.ids_per_second_per_worker(), (1 << 54) * 1_000);
+    let layout = Layout::parse("time:1@1s,seq:62").unwrap();
+    assert_eq!(layout.ids_per_second_per_worker(), 1 << 62);
+}
