@@ -10,14 +10,13 @@
 //!   serves snowflakes at once from another worker ID.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
 
 use crate::ledger::{Batch, Kind, Ledger};
-use crate::load::{spawn_client, Load, Protocol, Target};
+use crate::load::{Clients, Load, MIXED};
 use crate::node::{Node, NodeSpec};
 
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -111,38 +110,17 @@ pub fn step_back_while_running(store: &str) {
     let mut node = Node::new(spec);
     node.start();
     let ledger = Arc::new(Ledger::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = Arc::new(Load {
-        snowflakes: true,
-        tags: vec!["orders".into()],
-        max_count: 100,
-        pause: Duration::ZERO,
-    });
+    let mut clients = Clients::new(
+        Load {
+            snowflakes: true,
+            tags: vec!["orders".into()],
+            max_count: 100,
+            pause: Duration::ZERO,
+        },
+        &ledger,
+    );
     let runtime = crate::runtime();
-    let target = Target {
-        node: 0,
-        http: node.http(),
-        resp: node.resp(),
-        incarnation: node.incarnation(),
-    };
-    let clients: Vec<_> = (0..4)
-        .map(|k| {
-            let _guard = runtime.enter();
-            let protocol = if k % 2 == 0 {
-                Protocol::Http
-            } else {
-                Protocol::Resp
-            };
-            spawn_client(
-                k,
-                protocol,
-                target.clone(),
-                Arc::clone(&load),
-                Arc::clone(&ledger),
-                Arc::clone(&stop),
-            )
-        })
-        .collect();
+    clients.spawn(&runtime, 0, &node, &MIXED);
     let http = reqwest::Client::new();
     let length = crate::phase(Duration::from_secs(3));
     std::thread::sleep(length);
@@ -163,12 +141,7 @@ pub fn step_back_while_running(store: &str) {
         "divergence after a 10 s step back: {divergence} ms"
     );
     std::thread::sleep(length);
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    runtime.block_on(async {
-        for client in clients {
-            client.await.unwrap();
-        }
-    });
+    clients.stop(&runtime);
     assert!(node.stop().success());
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(

@@ -4,14 +4,13 @@
 //! say so on `/readyz`, and continue on another worker ID, while nothing either node handed
 //! out repeats: B starts above the HWM A had confirmed, and A never passed it.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
 
 use crate::ledger::Ledger;
-use crate::load::{spawn_client, Load, Protocol, Target};
+use crate::load::{Clients, Load, Protocol};
 use crate::node::{Node, NodeSpec};
 
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -25,37 +24,6 @@ async fn readyz(http: &reqwest::Client, node: &str) -> (u16, serde_json::Value) 
         }
         Err(_) => (0, serde_json::Value::Null),
     }
-}
-
-fn spawn_clients(
-    runtime: &tokio::runtime::Runtime,
-    index: usize,
-    node: &Node,
-    load: &Arc<Load>,
-    ledger: &Arc<Ledger>,
-    stop: &Arc<AtomicBool>,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    let target = Target {
-        node: index,
-        http: node.http(),
-        resp: node.resp(),
-        incarnation: node.incarnation(),
-    };
-    let _guard = runtime.enter();
-    [Protocol::Http, Protocol::Resp]
-        .into_iter()
-        .enumerate()
-        .map(|(k, protocol)| {
-            spawn_client(
-                index * 2 + k,
-                protocol,
-                target.clone(),
-                Arc::clone(load),
-                Arc::clone(ledger),
-                Arc::clone(stop),
-            )
-        })
-        .collect()
 }
 
 /// Runs the scenario on `store`.
@@ -82,14 +50,16 @@ pub fn frozen_past_ttl(label: &str, store: &str) {
     let worker = body["worker_id"].as_u64().unwrap();
 
     let ledger = Arc::new(Ledger::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = Arc::new(Load {
-        snowflakes: true,
-        tags: vec!["orders".into()],
-        max_count: 100,
-        pause: Duration::from_millis(1),
-    });
-    let mut tasks = spawn_clients(&runtime, 0, &a, &load, &ledger, &stop);
+    let mut clients = Clients::new(
+        Load {
+            snowflakes: true,
+            tags: vec!["orders".into()],
+            max_count: 100,
+            pause: Duration::from_millis(1),
+        },
+        &ledger,
+    );
+    clients.spawn(&runtime, 0, &a, &[Protocol::Http, Protocol::Resp]);
     std::thread::sleep(crate::phase(Duration::from_secs(2)));
 
     // A freezes; B asks for A's worker ID until the store hands it over (after A's TTL).
@@ -118,7 +88,7 @@ pub fn frozen_past_ttl(label: &str, store: &str) {
         }
     }
     let taken_after = frozen_at.elapsed();
-    tasks.extend(spawn_clients(&runtime, 1, &b, &load, &ledger, &stop));
+    clients.spawn(&runtime, 1, &b, &[Protocol::Http, Protocol::Resp]);
     std::thread::sleep(Duration::from_secs(1));
 
     // A thaws: it must report the loss, then serve again on another worker ID.
@@ -142,12 +112,7 @@ pub fn frozen_past_ttl(label: &str, store: &str) {
         }
     });
     std::thread::sleep(crate::phase(Duration::from_secs(2)));
-    stop.store(true, Ordering::SeqCst);
-    runtime.block_on(async {
-        for task in tasks {
-            task.await.unwrap();
-        }
-    });
+    clients.stop(&runtime);
     assert!(
         a.logged("worker lease lost"),
         "A did not log the loss:\n{}",

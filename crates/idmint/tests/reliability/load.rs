@@ -10,13 +10,14 @@ use redis::aio::MultiplexedConnection;
 use tokio::task::JoinHandle;
 
 use crate::ledger::{Batch, Kind, Ledger, UNKNOWN};
+use crate::node::Node;
 
 /// A client gives up on one request after this long (it is then a failure named `timeout`).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The node a client talks to.
 #[derive(Debug, Clone)]
-pub struct Target {
+struct Target {
     /// Its index in the scenario.
     pub node: usize,
     /// `http://...`
@@ -64,8 +65,74 @@ impl Load {
     }
 }
 
+/// A scenario's clients: started per node, stopped and joined together.
+pub struct Clients {
+    load: Arc<Load>,
+    ledger: Arc<Ledger>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Clients {
+    /// No clients yet; those started will ask for `load` and record into `ledger`.
+    pub fn new(load: Load, ledger: &Arc<Ledger>) -> Self {
+        Self {
+            load: Arc::new(load),
+            ledger: Arc::clone(ledger),
+            stop: Arc::new(AtomicBool::new(false)),
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Starts one client per entry of `protocols` against `node`, known as node `index`.
+    pub fn spawn(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        index: usize,
+        node: &Node,
+        protocols: &[Protocol],
+    ) {
+        let target = Target {
+            node: index,
+            http: node.http(),
+            resp: node.resp(),
+            incarnation: node.incarnation(),
+        };
+        let _guard = runtime.enter();
+        for &protocol in protocols {
+            let client = self.tasks.len();
+            self.tasks.push(spawn_client(
+                client,
+                protocol,
+                target.clone(),
+                Arc::clone(&self.load),
+                Arc::clone(&self.ledger),
+                Arc::clone(&self.stop),
+            ));
+        }
+    }
+
+    /// Stops every client after its request in flight and waits for them.
+    pub fn stop(self, runtime: &tokio::runtime::Runtime) {
+        self.stop.store(true, Ordering::SeqCst);
+        runtime.block_on(async {
+            for task in self.tasks {
+                task.await.unwrap();
+            }
+        });
+    }
+}
+
+/// Two clients of each protocol.
+pub const MIXED: [Protocol; 4] = [
+    Protocol::Http,
+    Protocol::Resp,
+    Protocol::Http,
+    Protocol::Resp,
+];
+
 /// Starts client `client` against `target` until `stop` is set.
-pub fn spawn_client(
+fn spawn_client(
     client: usize,
     protocol: Protocol,
     target: Target,

@@ -1,14 +1,13 @@
 //! Scenario 1: three nodes on one store, clients on every node over HTTP and the Redis
 //! protocol, and every couple of seconds one node killed with SIGKILL and started again.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
 
 use crate::ledger::Ledger;
-use crate::load::{spawn_client, Load, Protocol, Target};
+use crate::load::{Clients, Load, MIXED};
 use crate::node::{Node, NodeSpec};
 
 /// Eight worker IDs for three nodes that keep dying: expired worker IDs are taken over
@@ -39,41 +38,18 @@ pub fn killed_and_restarted(label: &str, store: &str) {
         node.start();
     }
     let ledger = Arc::new(Ledger::default());
-    let stop = Arc::new(AtomicBool::new(false));
-    let load = Arc::new(Load {
-        snowflakes: true,
-        tags: vec!["orders".into(), "users".into()],
-        max_count: 50,
-        pause: Duration::from_millis(1),
-    });
+    let mut clients = Clients::new(
+        Load {
+            snowflakes: true,
+            tags: vec!["orders".into(), "users".into()],
+            max_count: 50,
+            pause: Duration::from_millis(1),
+        },
+        &ledger,
+    );
     let runtime = crate::runtime();
-    let mut clients = Vec::new();
     for (index, node) in nodes.iter().enumerate() {
-        let target = Target {
-            node: index,
-            http: node.http(),
-            resp: node.resp(),
-            incarnation: node.incarnation(),
-        };
-        for (k, protocol) in [
-            Protocol::Http,
-            Protocol::Resp,
-            Protocol::Http,
-            Protocol::Resp,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let _guard = runtime.enter();
-            clients.push(spawn_client(
-                index * 4 + k,
-                protocol,
-                target.clone(),
-                Arc::clone(&load),
-                Arc::clone(&ledger),
-                Arc::clone(&stop),
-            ));
-        }
+        clients.spawn(&runtime, index, node, &MIXED);
     }
 
     // The chaos: a pseudo-random node killed every 1 to 2 s, back 200 ms later.
@@ -94,12 +70,7 @@ pub fn killed_and_restarted(label: &str, store: &str) {
     }
     // Let every node serve a while after the last restart, then stop the clients.
     std::thread::sleep(Duration::from_secs(2));
-    stop.store(true, std::sync::atomic::Ordering::SeqCst);
-    runtime.block_on(async {
-        for client in clients {
-            client.await.unwrap();
-        }
-    });
+    clients.stop(&runtime);
     for node in &mut nodes {
         assert!(node.stop().success(), "graceful stop failed");
     }

@@ -9,14 +9,13 @@
 //!   clear 503 and `-ERR`/`-TRYAGAIN` replies within the bounded waits, never a wrong or
 //!   repeated ID; service resumes by itself within 5 s of the store's return.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
 
 use crate::ledger::Ledger;
-use crate::load::{spawn_client, Load, Protocol, Target};
+use crate::load::{Clients, Load, MIXED};
 use crate::node::{signal, Node, NodeSpec};
 
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -102,43 +101,6 @@ async fn tag_metric(http: &reqwest::Client, base: &str, name: &str, tag: &str) -
         .and_then(|value| value.trim().parse().ok())
 }
 
-/// Clients on `node`: `http` HTTP ones and `resp` Redis-protocol ones.
-fn clients(
-    runtime: &tokio::runtime::Runtime,
-    node: &Node,
-    load: &Arc<Load>,
-    ledger: &Arc<Ledger>,
-    stop: &Arc<AtomicBool>,
-    first_client: usize,
-) -> Vec<tokio::task::JoinHandle<()>> {
-    let target = Target {
-        node: 0,
-        http: node.http(),
-        resp: node.resp(),
-        incarnation: node.incarnation(),
-    };
-    let _guard = runtime.enter();
-    [
-        Protocol::Http,
-        Protocol::Resp,
-        Protocol::Http,
-        Protocol::Resp,
-    ]
-    .into_iter()
-    .enumerate()
-    .map(|(k, protocol)| {
-        spawn_client(
-            first_client + k,
-            protocol,
-            target.clone(),
-            Arc::clone(load),
-            Arc::clone(ledger),
-            Arc::clone(stop),
-        )
-    })
-    .collect()
-}
-
 /// 30 s of frozen store under a load the buffers cover: zero failed requests.
 pub fn covered_by_buffers(label: &str, store: &str, pid_variable: &str) {
     let pid = store_pid(pid_variable);
@@ -158,15 +120,17 @@ pub fn covered_by_buffers(label: &str, store: &str, pid_variable: &str) {
     node.start();
     let runtime = crate::runtime();
     let ledger = Arc::new(Ledger::default());
-    let stop = Arc::new(AtomicBool::new(false));
     let tags = vec!["orders".to_owned(), "users".to_owned()];
-    let load = Arc::new(Load {
-        snowflakes: true,
-        tags: tags.clone(),
-        max_count: 20,
-        pause: Duration::from_millis(2),
-    });
-    let tasks = clients(&runtime, &node, &load, &ledger, &stop, 0);
+    let mut clients = Clients::new(
+        Load {
+            snowflakes: true,
+            tags: tags.clone(),
+            max_count: 20,
+            pause: Duration::from_millis(2),
+        },
+        &ledger,
+    );
+    clients.spawn(&runtime, 0, &node, &MIXED);
 
     // Warm up until every tag's buffer lasts well past the outage at the observed rate.
     let outage = crate::phase(Duration::from_secs(30));
@@ -203,12 +167,7 @@ pub fn covered_by_buffers(label: &str, store: &str, pid_variable: &str) {
     let during = ledger.report();
     frozen.thaw();
     std::thread::sleep(Duration::from_secs(3));
-    stop.store(true, Ordering::SeqCst);
-    runtime.block_on(async {
-        for task in tasks {
-            task.await.unwrap();
-        }
-    });
+    clients.stop(&runtime);
     assert!(node.stop().success());
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(
@@ -246,15 +205,17 @@ pub fn longer_than_buffers(label: &str, store: &str, pid_variable: &str) {
     node.start();
     let runtime = crate::runtime();
     let ledger = Arc::new(Ledger::default());
-    let stop = Arc::new(AtomicBool::new(false));
     // Large counts drain a segment buffer within a second or two.
-    let load = Arc::new(Load {
-        snowflakes: true,
-        tags: vec!["drained".to_owned()],
-        max_count: 10_000,
-        pause: Duration::ZERO,
-    });
-    let tasks = clients(&runtime, &node, &load, &ledger, &stop, 0);
+    let mut clients = Clients::new(
+        Load {
+            snowflakes: true,
+            tags: vec!["drained".to_owned()],
+            max_count: 10_000,
+            pause: Duration::ZERO,
+        },
+        &ledger,
+    );
+    clients.spawn(&runtime, 0, &node, &MIXED);
     std::thread::sleep(Duration::from_secs(2));
 
     let outage = crate::phase(Duration::from_secs(12));
@@ -282,12 +243,7 @@ pub fn longer_than_buffers(label: &str, store: &str, pid_variable: &str) {
         thawed.elapsed()
     });
     std::thread::sleep(Duration::from_secs(1));
-    stop.store(true, Ordering::SeqCst);
-    runtime.block_on(async {
-        for task in tasks {
-            task.await.unwrap();
-        }
-    });
+    clients.stop(&runtime);
     assert!(node.stop().success());
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(
