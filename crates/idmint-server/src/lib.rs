@@ -10,6 +10,7 @@ mod error;
 pub mod http;
 pub mod ids;
 pub mod metered_store;
+pub mod queued_store;
 pub mod resp;
 pub mod serve;
 

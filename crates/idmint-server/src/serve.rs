@@ -8,6 +8,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use idmint_core::layout::format_ms_rfc3339;
 use idmint_core::{Clock, Layout, SystemClock};
@@ -21,6 +22,7 @@ use crate::error::ServerError;
 use crate::http::{self, HttpOptions};
 use crate::ids::Ids;
 use crate::metered_store::metered;
+use crate::queued_store::queued;
 use crate::resp::{self, RespOptions};
 
 /// Runs the server until `shutdown` resolves, then stops it gracefully.
@@ -29,6 +31,9 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), ServerError> {
     let metrics = install_metrics();
+    let upkeep = metrics
+        .clone()
+        .map(|handle| tokio::spawn(metrics_upkeep(handle)));
     let layout = Layout::parse_with_epoch(&config.layout, config.epoch.as_deref())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     refuse_exhausted_layout(&layout, clock.as_ref())?;
@@ -37,7 +42,9 @@ pub async fn run(
         namespace: config.namespace.clone(),
         ..StoreOptions::default()
     };
-    let store = metered(idmint_store::open(&config.store, &store_options).await?);
+    let store = queued(metered(
+        idmint_store::open(&config.store, &store_options).await?,
+    ));
     tracing::info!(store = %store.display_url, "store opened");
     let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
     let http_listener = bind("HTTP", config.http).await?;
@@ -96,6 +103,9 @@ pub async fn run(
         }
     };
     ids.shutdown().await?;
+    if let Some(upkeep) = upkeep {
+        upkeep.abort();
+    }
     tracing::info!("worker lease released; stopped");
     outcome
 }
@@ -124,6 +134,23 @@ fn install_metrics() -> Option<PrometheusHandle> {
             tracing::debug!("a metrics recorder is already installed in this process");
             None
         }
+    }
+}
+
+/// How often histogram samples are folded into their summaries.
+const METRICS_UPKEEP: Duration = Duration::from_secs(5);
+
+/// Folds recorded histogram samples into their summaries every [`METRICS_UPKEEP`].
+///
+/// The recorder queues every sample until something drains the queue; only a scrape of
+/// `/metrics` did, so a node nobody scraped kept every store call's latency in memory (27 MiB
+/// after 20,000 segment fetches).
+async fn metrics_upkeep(handle: PrometheusHandle) {
+    let mut ticks = tokio::time::interval(METRICS_UPKEEP);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        handle.run_upkeep();
     }
 }
 

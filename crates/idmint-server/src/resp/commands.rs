@@ -294,10 +294,8 @@ impl Session {
             Ok(mut batch) => {
                 let issued = batch.len() as u64;
                 if count.is_some() {
-                    encode::array_header(out, batch.len());
-                    for id in batch {
-                        reply::id(out, id);
-                    }
+                    let largest = batch.last_id();
+                    reply::ids(out, batch, largest);
                 } else {
                     match batch.next() {
                         Some(id) => reply::id(out, id),
@@ -331,15 +329,13 @@ impl Session {
             let runs = entry.buffer.next_many(count).await?;
             let total: u64 = runs.iter().map(|r| r.end.saturating_sub(r.start)).sum();
             entry.issued(total);
-            Ok::<_, idmint_core::Error>((runs, total))
+            Ok::<_, idmint_core::Error>(runs)
         }
         .await;
         match result {
-            Ok((runs, total)) => {
-                encode::array_header(out, usize::try_from(total).unwrap_or(0));
-                for id in runs.into_iter().flatten() {
-                    reply::id(out, id);
-                }
+            Ok(runs) => {
+                let (ids, largest) = reply::RunIds::new(runs);
+                reply::ids(out, ids, largest);
             }
             Err(error) => reply::service_error(out, &error),
         }

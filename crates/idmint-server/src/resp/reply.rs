@@ -1,6 +1,8 @@
 //! Small helpers shared by the commands: integer arguments, ID replies, and how an
 //! `idmint_core::Error` becomes a Redis error reply.
 
+use std::ops::Range;
+
 use bytes::BytesMut;
 use idmint_core::Error;
 use idmint_resp::encode;
@@ -80,6 +82,69 @@ pub(super) fn id(out: &mut BytesMut, id: u64) {
         Err(_) => encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer")),
     }
 }
+
+/// IDs as an array of integer replies (`IDMINT.SNOWFLAKE COUNT n`, `IDMINT.NEXT tag COUNT n`),
+/// ascending, `largest` being the last. Refused as a whole, like [`id`], should the largest not
+/// fit a RESP integer; then none of the others is sent as a negative number either.
+pub(super) fn ids<I>(out: &mut BytesMut, ids: I, largest: Option<u64>)
+where
+    I: ExactSizeIterator<Item = u64>,
+{
+    match largest.map(i64::try_from) {
+        Some(Err(_)) => id(out, largest.unwrap_or(u64::MAX)),
+        // Every ID is at most `largest`, which fits.
+        _ => encode::integer_array(out, ids.map(|id| i64::try_from(id).unwrap_or(i64::MAX))),
+    }
+}
+
+/// The IDs of ascending runs, one by one, knowing how many there are: what a segment buffer
+/// hands out for `COUNT n` becomes one array reply without a `Vec` of the IDs.
+pub(super) struct RunIds {
+    runs: std::vec::IntoIter<Range<u64>>,
+    current: Range<u64>,
+    left: usize,
+}
+
+impl RunIds {
+    /// The IDs of `runs`, and the largest of them.
+    pub(super) fn new(runs: Vec<Range<u64>>) -> (Self, Option<u64>) {
+        let largest = runs
+            .iter()
+            .filter(|r| !r.is_empty())
+            .map(|r| r.end - 1)
+            .max();
+        let left = runs
+            .iter()
+            .map(|r| usize::try_from(r.end.saturating_sub(r.start)).unwrap_or(usize::MAX))
+            .fold(0usize, usize::saturating_add);
+        let ids = Self {
+            runs: runs.into_iter(),
+            current: 0..0,
+            left,
+        };
+        (ids, largest)
+    }
+}
+
+impl Iterator for RunIds {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        loop {
+            if let Some(id) = self.current.next() {
+                self.left = self.left.saturating_sub(1);
+                return Some(id);
+            }
+            self.current = self.runs.next()?;
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for RunIds {}
 
 /// The reply for an error of the ID service.
 ///
@@ -193,6 +258,36 @@ mod tests {
         assert_eq!(
             &out[..],
             &b":12\r\n-ERR ID 18446744073709551615 does not fit a RESP integer\r\n"[..]
+        );
+    }
+
+    #[test]
+    fn runs_become_one_array_of_their_ids() {
+        let (ids, largest) = RunIds::new(vec![7..9, 9..9, 20..22]);
+        assert_eq!(ids.len(), 4);
+        assert_eq!(largest, Some(21));
+        assert_eq!(ids.collect::<Vec<_>>(), vec![7, 8, 20, 21]);
+
+        let mut out = BytesMut::new();
+        let (ids, largest) = RunIds::new(vec![98..101, 5..6]);
+        super::ids(&mut out, ids, largest);
+        assert_eq!(&out[..], &b"*4\r\n:98\r\n:99\r\n:100\r\n:5\r\n"[..]);
+
+        out.clear();
+        let (ids, largest) = RunIds::new(Vec::new());
+        super::ids(&mut out, ids, largest);
+        assert_eq!(&out[..], &b"*0\r\n"[..]);
+    }
+
+    #[test]
+    fn an_array_with_an_id_that_does_not_fit_is_refused_whole() {
+        let mut out = BytesMut::new();
+        let huge = u64::MAX - 1;
+        let (ids, largest) = RunIds::new(vec![1..3, huge..huge + 1]);
+        super::ids(&mut out, ids, largest);
+        assert_eq!(
+            &out[..],
+            &b"-ERR ID 18446744073709551614 does not fit a RESP integer\r\n"[..]
         );
     }
 }
