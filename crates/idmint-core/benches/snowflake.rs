@@ -3,7 +3,9 @@
 //! - `capacity/twitter`: IDs per second per worker when the 12-bit sequence is the limit; the
 //!   ceiling is 4,096 per ms = 4.096M/s.
 //! - `cost/wide`: nanoseconds per ID with a 22-bit sequence (the clock is never the limit), on
-//!   one thread and shared by two threads.
+//!   one thread and shared by two threads; `local-*` the same through one `LocalSnowflakes`
+//!   handle per thread. Two threads are "no slower in total" when the wall ns per ID of
+//!   `*-2-threads` is at most the ns per ID of `*-1-thread`.
 //! - `reference/fetch_add`: a bare `AtomicU64::fetch_add`, the floor of any shared counter.
 //!
 //! Run: `cargo bench -p idmint-core --bench snowflake`.
@@ -77,6 +79,31 @@ fn cost(c: &mut Criterion) {
             });
             (0..iters - iters / 2).for_each(|_| {
                 black_box(gen.next_id().unwrap_or(0));
+            });
+            handle.join().unwrap();
+            start.elapsed()
+        })
+    });
+    let local = generator(wide, Duration::from_secs(1));
+    group.bench_function("wide/local-1-thread", |b| {
+        let mut handle = local.local();
+        b.iter(|| black_box(handle.next_id().unwrap()))
+    });
+    let local_shared = generator(wide, Duration::from_secs(1));
+    group.bench_function("wide/local-2-threads", |b| {
+        b.iter_custom(|iters| {
+            let gen = Arc::clone(&local_shared);
+            let start = Instant::now();
+            let other = Arc::clone(&gen);
+            let handle = thread::spawn(move || {
+                let mut local = other.local();
+                (0..iters / 2).for_each(|_| {
+                    black_box(local.next_id().unwrap_or(0));
+                })
+            });
+            let mut local = gen.local();
+            (0..iters - iters / 2).for_each(|_| {
+                black_box(local.next_id().unwrap_or(0));
             });
             handle.join().unwrap();
             start.elapsed()

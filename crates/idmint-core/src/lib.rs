@@ -23,6 +23,6 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 pub use segment::{SegmentBuffer, SegmentConfig};
-pub use snowflake::{SnowflakeBatch, SnowflakeConfig, SnowflakeGenerator};
+pub use snowflake::{LocalSnowflakes, SnowflakeBatch, SnowflakeConfig, SnowflakeGenerator};
 pub use store::{SegmentStore, WorkerLeases};
 pub use tag::Tag;

@@ -1,7 +1,9 @@
 //! loom model of the generator's compare-and-swap path: every interleaving of 2 and 3 threads
 //! reserving IDs (single and batched, across a tick boundary) yields distinct IDs, increasing
-//! per thread, with claims racing jumps to a new tick (2 threads exhaustively, 3 threads up to 3 preemptions). Run with `RUSTFLAGS="--cfg idmint_loom" cargo test -p idmint-core --test
-//! loom_generator --release`.
+//! per thread, with claims racing jumps to a new tick (2 threads exhaustively, 3 threads up to
+//! 3 preemptions), and per-thread handles (`LocalSnowflakes`, whose batches grow from 1 to 2)
+//! racing the shared path. Run with `RUSTFLAGS="--cfg idmint_loom" cargo test -p idmint-core
+//! --test loom_generator --release`.
 #![cfg(idmint_loom)]
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -19,7 +21,11 @@ fn generator() -> Arc<SnowflakeGenerator> {
 
 fn generator_on(clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> {
     // 2 sequence bits: 4 IDs per tick, so a handful of calls crosses a tick boundary.
-    let layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
+    generator_of("time:41@1ms,worker:4,seq:2", clock)
+}
+
+fn generator_of(spec: &str, clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> {
+    let layout = Layout::parse(spec).unwrap();
     let config = SnowflakeConfig {
         max_lead: Duration::from_millis(3),
         max_wait: Duration::ZERO,
@@ -92,5 +98,27 @@ fn three_threads_never_share_an_id() {
         let mut all = vec![mine];
         all.extend(handles.into_iter().map(|h| h.join().unwrap()));
         check(all, 7);
+    });
+}
+
+#[test]
+fn local_handles_racing_the_shared_path_never_share_an_id() {
+    loom::model(|| {
+        // 7 sequence bits: handle batches may grow to 2 (a handle takes at most 1/64 of a tick).
+        let gen = generator_of(
+            "time:41@1ms,worker:4,seq:7",
+            ManualClock::shared(1_790_000_000_000),
+        );
+        let other = Arc::clone(&gen);
+        // A batch of 1, then one of 2 (the first was used up within its tick): two
+        // reservations racing the other thread's two.
+        let handle = loom::thread::spawn(move || {
+            let mut local = other.local();
+            (0..3)
+                .map(|_| local.next_id().unwrap())
+                .collect::<Vec<u64>>()
+        });
+        let mine = [take(&gen, 2), take(&gen, 1)].concat();
+        check(vec![mine, handle.join().unwrap()], 6);
     });
 }

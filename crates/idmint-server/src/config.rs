@@ -50,6 +50,8 @@ pub struct PartialConfig {
     pub default_step: Option<u64>,
     /// Accept a store that cannot promise durability (logged as a warning).
     pub allow_non_durable: Option<bool>,
+    /// Threads that serve client connections; 0 serves them on the main runtime.
+    pub io_threads: Option<usize>,
     /// Prefix of idmint's tables (or Redis keys) in the store, so several deployments can
     /// share one database.
     pub namespace: Option<String>,
@@ -98,6 +100,7 @@ impl PartialConfig {
             auto_create_tags: self.auto_create_tags.or(lower.auto_create_tags),
             default_step: self.default_step.or(lower.default_step),
             allow_non_durable: self.allow_non_durable.or(lower.allow_non_durable),
+            io_threads: self.io_threads.or(lower.io_threads),
             namespace: self.namespace.or(lower.namespace),
             clock_policy: self.clock_policy.or(lower.clock_policy),
             lease_ttl: self.lease_ttl.or(lower.lease_ttl),
@@ -136,6 +139,10 @@ pub struct ServeConfig {
     pub default_step: u64,
     /// Accept a non-durable store.
     pub allow_non_durable: bool,
+    /// Threads that serve client connections, each a single-threaded runtime
+    /// ([`IoThreads`](crate::io_threads::IoThreads)); 0 serves them on the main runtime.
+    /// Default: one per CPU.
+    pub io_threads: usize,
     /// Prefix of idmint's tables or keys in the store.
     pub namespace: String,
     /// How long shutdown waits for in-flight requests.
@@ -235,6 +242,9 @@ impl ServeConfig {
             auto_create_tags: layers.auto_create_tags.unwrap_or(true),
             default_step,
             allow_non_durable: layers.allow_non_durable.unwrap_or(false),
+            io_threads: layers.io_threads.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            }),
             namespace: layers.namespace.unwrap_or_else(|| "idmint".to_owned()),
             drain_timeout: Duration::from_secs(10),
             lease,

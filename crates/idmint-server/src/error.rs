@@ -26,6 +26,9 @@ pub enum ServerError {
         /// Why.
         source: std::io::Error,
     },
+    /// The connection threads could not be started (`--io-threads`).
+    #[error("--io-threads: cannot start the connection threads: {0}")]
+    IoThreads(std::io::Error),
     /// A listener failed while serving.
     #[error("{what} listener failed: {source}")]
     Serve {

@@ -9,6 +9,7 @@ pub mod config;
 mod error;
 pub mod http;
 pub mod ids;
+pub mod io_threads;
 pub mod metered_store;
 pub mod queued_store;
 pub mod resp;

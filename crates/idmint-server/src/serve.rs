@@ -19,8 +19,9 @@ use tokio::sync::watch;
 
 use crate::config::ServeConfig;
 use crate::error::ServerError;
-use crate::http::{self, HttpOptions};
+use crate::http::{self, ConnectionOptions, HttpOptions};
 use crate::ids::Ids;
+use crate::io_threads::IoThreads;
 use crate::metered_store::metered;
 use crate::queued_store::queued;
 use crate::resp::{self, RespOptions};
@@ -66,9 +67,20 @@ pub async fn run(
             ..HttpOptions::default()
         },
     );
-    let http_task = tokio::spawn(http::serve(http_listener, router, wait()));
+    let io = match config.io_threads {
+        0 => None,
+        threads => Some(Arc::new(
+            IoThreads::start(threads).map_err(ServerError::IoThreads)?,
+        )),
+    };
+    let connections = ConnectionOptions {
+        io: io.clone(),
+        ..ConnectionOptions::default()
+    };
+    let http_task = tokio::spawn(http::serve_with(http_listener, router, connections, wait()));
     let resp_options = RespOptions {
         admin_token: config.admin_token.clone(),
+        io: io.clone(),
         ..RespOptions::default()
     };
     let resp_task = tokio::spawn(resp::serve(
@@ -102,6 +114,10 @@ pub async fn run(
             Ok(())
         }
     };
+    if let Some(io) = io {
+        // Joins the connection threads, which end at once: their connections have drained.
+        let _ = tokio::task::spawn_blocking(move || io.stop()).await;
+    }
     ids.shutdown().await?;
     if let Some(upkeep) = upkeep {
         upkeep.abort();

@@ -76,6 +76,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
     pub allow_non_durable: Option<bool>,
 
+    /// Threads that serve client connections (HTTP and Redis protocol), each connection on
+    /// one of them for its whole life; 0 serves them on the main runtime's work-stealing
+    /// workers. [default: one per CPU]
+    #[arg(long, value_name = "N", env = "IDMINT_IO_THREADS")]
+    pub io_threads: Option<usize>,
+
     /// Prefix of idmint's tables (or Redis keys) in the store: [a-z0-9_]{1,32}, so several
     /// deployments can share one database. [default: idmint]
     #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
@@ -131,6 +137,7 @@ impl ServeArgs {
             auto_create_tags: self.auto_create_tags,
             default_step: self.default_step,
             allow_non_durable: self.allow_non_durable,
+            io_threads: self.io_threads,
             namespace: self.namespace.clone(),
             clock_policy: self.clock_policy.clone(),
             lease_ttl: self.lease_ttl.clone(),

@@ -8,9 +8,15 @@
 //! clock. Two more gates stop it: the high-water mark the store confirmed for the worker lease
 //! (`granted_tick`), and the end of the layout. Each gate ends a call either at once
 //! ([`SnowflakeGenerator::try_reserve`]) or after a bounded wait.
+//!
+//! The one shared word is also the limit on many threads: its cache line moves between cores on
+//! every ID. Threads that can do with order across threads only to within one tick take a
+//! [`LocalSnowflakes`] handle each ([`SnowflakeGenerator::local`]), which reserves small batches
+//! through the same gates and hands them out without touching the shared word.
 
 mod batch;
 mod config;
+mod local;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +24,8 @@ use std::time::Duration;
 use self::batch::Composer;
 pub use self::batch::SnowflakeBatch;
 pub use self::config::{Fence, SnowflakeConfig};
-use crate::clock::{duration_ms, Clock};
+pub use self::local::{LocalSnowflakes, MAX_LOCAL_BATCH};
+use crate::clock::{duration_ms, Clock, Ticker};
 use crate::error::{Error, Result};
 use crate::layout::{format_ms_rfc3339, low_mask, FieldKind, Layout};
 use crate::sync::{AtomicU64, Ordering, Padded};
@@ -84,6 +91,8 @@ pub struct SnowflakeGenerator {
     /// The highest tick issued, recorded when the generator was closed.
     closed_at_tick: AtomicU64,
     clock: Arc<dyn Clock>,
+    /// The clock's reading without a `dyn` call, when it publishes one.
+    ticker: Option<Ticker>,
     composer: Composer,
     layout: Layout,
     datacenter: u64,
@@ -143,6 +152,7 @@ impl SnowflakeGenerator {
             granted_tick: AtomicU64::new(fence.granted_tick),
             closed_at_tick: AtomicU64::new(0),
             composer: Composer::new(&layout, layout.compose_fixed(datacenter, worker)),
+            ticker: clock.ticker(),
             clock,
             datacenter,
             worker,
@@ -366,10 +376,19 @@ impl SnowflakeGenerator {
         next_tick.saturating_sub(now_tick) * self.unit_ms
     }
 
+    /// The clock's reading, through its ticker when it has one.
+    #[inline]
+    pub(crate) fn now_ms(&self) -> u64 {
+        match &self.ticker {
+            Some(ticker) => ticker.now_ms(),
+            None => self.clock.now_ms(),
+        }
+    }
+
     /// The clock's current tick, or an error before the epoch.
     #[inline]
     fn now_tick(&self) -> Result<u64> {
-        let now_ms = self.clock.now_ms();
+        let now_ms = self.now_ms();
         let Some(since_epoch) = now_ms.checked_sub(self.epoch_ms) else {
             return Err(Error::ClockBeforeEpoch {
                 now_ms,

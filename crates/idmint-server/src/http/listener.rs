@@ -30,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 use super::metrics;
+use crate::io_threads::{self, IoThreads};
 
 /// How long a client may take to send a request line and its headers, counted from when the
 /// server starts waiting for them: when the connection is accepted, and on a keep-alive
@@ -47,8 +48,8 @@ pub const MAX_CONNECTIONS: usize = 10_000;
 /// the condition lasts.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
-/// Bounds on the connections of the HTTP listener.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Bounds on the connections of the HTTP listener, and where they run.
+#[derive(Debug, Clone)]
 pub struct ConnectionOptions {
     /// See [`HEADER_READ_TIMEOUT`], the default.
     pub header_read_timeout: Duration,
@@ -57,6 +58,8 @@ pub struct ConnectionOptions {
     pub max_header_size: usize,
     /// See [`MAX_CONNECTIONS`], the default.
     pub max_connections: usize,
+    /// The threads that serve connections; `None` serves them on the accepting runtime.
+    pub io: Option<Arc<IoThreads>>,
 }
 
 impl Default for ConnectionOptions {
@@ -65,6 +68,7 @@ impl Default for ConnectionOptions {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_header_size: MAX_HEADER_SIZE,
             max_connections: MAX_CONNECTIONS,
+            io: None,
         }
     }
 }
@@ -117,9 +121,25 @@ pub async fn serve_with(
         if let Err(error) = stream.set_nodelay(true) {
             tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
         }
+        let (accepted, runtime) = match io_threads::place(options.io.as_deref(), stream) {
+            Ok(placed) => placed,
+            Err(error) => {
+                tracing::debug!(%peer, %error, "HTTP connection could not be handed over");
+                continue;
+            }
+        };
         let service = TowerToHyperService::new(router.clone());
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
+        let builder = builder.clone();
+        let watcher = graceful.watcher();
+        io_threads::spawn_on(&runtime, async move {
+            let stream = match accepted.attach() {
+                Ok(stream) => stream,
+                Err(error) => {
+                    tracing::debug!(%peer, %error, "HTTP connection could not be attached");
+                    return;
+                }
+            };
+            let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
             // A header read timeout, a malformed request or a peer gone are all ordinary here.
             if let Err(error) = connection.await {
                 tracing::debug!(%peer, %error, "HTTP connection ended");

@@ -81,6 +81,17 @@ impl Ids {
         }))
     }
 
+    /// One snowflake for shard 0 if it can be had without waiting; `None` when the caller
+    /// must go through [`snowflakes`](Self::snowflakes) (to wait, or to get the error). The
+    /// per-request fast path of `IDMINT.SNOWFLAKE`.
+    #[inline]
+    pub fn try_snowflake(&self) -> Option<u64> {
+        match self.keeper.holding().generator.try_reserve(1, 0) {
+            Ok(Reservation::Ready(mut batch)) => batch.next(),
+            _ => None,
+        }
+    }
+
     /// `count` snowflakes for `shard`, waiting at most `max_wait` (asynchronously) when the
     /// sequence or the granted HWM is used up.
     pub async fn snowflakes(&self, count: u64, shard: u64) -> Result<SnowflakeBatch> {

@@ -162,19 +162,28 @@ fn unknown_command(out: &mut BytesMut, command: &Command) {
 
 impl Session {
     /// Runs `command` without waiting when it can: `INCR` of a tag this connection has used,
-    /// with an ID in memory. `None` means: run it with [`execute`](Self::execute).
+    /// with an ID in memory, and a plain `IDMINT.SNOWFLAKE` the generator can answer at once.
+    /// `None` means: run it with [`execute`](Self::execute).
     #[inline]
     pub(super) fn execute_now(&mut self, command: &Command, out: &mut BytesMut) -> Option<Flow> {
-        if let [name, tag] = command.args() {
-            if self.authenticated && name.eq_ignore_ascii_case(b"INCR") {
+        if !self.authenticated {
+            return None;
+        }
+        match command.args() {
+            [name, tag] if name.eq_ignore_ascii_case(b"INCR") => {
                 let entry = self.tags.get(tag)?;
                 let id = entry.buffer.try_next()?;
                 entry.issued(1);
                 reply::id(out, id);
-                return Some(Flow::Continue);
             }
+            [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
+                let id = self.shared.ids.try_snowflake()?;
+                self.snowflakes_pending += 1;
+                reply::id(out, id);
+            }
+            _ => return None,
         }
-        None
+        Some(Flow::Continue)
     }
 
     /// Runs `command`, appending its reply to `out`.

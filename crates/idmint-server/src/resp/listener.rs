@@ -15,6 +15,7 @@ use tokio::task::{self, JoinSet};
 
 use super::{connection, RespOptions};
 use crate::ids::Ids;
+use crate::io_threads;
 
 /// How long connections get after shutdown to finish what they are running and write their
 /// replies; whatever still runs then is cut off.
@@ -97,12 +98,25 @@ pub async fn serve(
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => match Arc::clone(&permits).try_acquire_owned() {
                     Ok(permit) => {
+                        let (accepted, runtime) =
+                            match io_threads::place(shared.options.io.as_deref(), stream) {
+                                Ok(placed) => placed,
+                                Err(error) => {
+                                    tracing::debug!(%peer, %error, "RESP connection could not be handed over");
+                                    continue;
+                                }
+                            };
                         let shared = Arc::clone(&shared);
                         let (stop, stopped) = oneshot::channel();
-                        let task = connections.spawn(async move {
-                            connection::run(stream, peer, shared, stopped).await;
+                        let task = connections.spawn_on(async move {
+                            match accepted.attach() {
+                                Ok(stream) => connection::run(stream, peer, shared, stopped).await,
+                                Err(error) => {
+                                    tracing::debug!(%peer, %error, "RESP connection could not be attached");
+                                }
+                            }
                             drop(permit);
-                        });
+                        }, &runtime);
                         stops.insert(task.id(), stop);
                     }
                     Err(_) => refuse(&shared, stream, peer),

@@ -29,9 +29,12 @@ mod reply;
 mod tags;
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_resp::Limits;
+
+use crate::io_threads::IoThreads;
 
 pub use self::listener::serve;
 
@@ -70,6 +73,8 @@ pub struct RespOptions {
     /// Idle connections, with no partial request, are never timed out, as with Redis.
     /// Default 30 s.
     pub partial_request_timeout: Duration,
+    /// The threads that serve connections; `None` serves them on the accepting runtime.
+    pub io: Option<Arc<IoThreads>>,
 }
 
 impl Default for RespOptions {
@@ -80,6 +85,7 @@ impl Default for RespOptions {
             max_count: 10_000,
             max_connections: 10_000,
             partial_request_timeout: Duration::from_secs(30),
+            io: None,
         }
     }
 }
@@ -93,6 +99,7 @@ impl fmt::Debug for RespOptions {
             .field("max_count", &self.max_count)
             .field("max_connections", &self.max_connections)
             .field("partial_request_timeout", &self.partial_request_timeout)
+            .field("io_threads", &self.io.as_ref().map(|io| io.len()))
             .finish()
     }
 }
