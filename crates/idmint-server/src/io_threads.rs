@@ -143,3 +143,81 @@ pub(crate) fn place(io: Option<&IoThreads>, stream: TcpStream) -> io::Result<(Ac
 pub(crate) fn spawn_on(handle: &Handle, task: impl Future<Output = ()> + Send + 'static) {
     drop(handle.spawn(task));
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::error::Error;
+    use std::sync::Arc;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    type TestResult = Result<(), Box<dyn Error>>;
+
+    /// Connections handed over in turn land on every thread, are served there (their I/O
+    /// registered with that thread's runtime), and `stop` ends the threads.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn connections_are_spread_over_the_threads_and_served_there() -> TestResult {
+        let io = Arc::new(IoThreads::start(2)?);
+        assert_eq!(io.len(), 2);
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (names, mut served) = tokio::sync::mpsc::unbounded_channel();
+        let acceptor = {
+            let io = Arc::clone(&io);
+            tokio::spawn(async move {
+                for _ in 0..4 {
+                    let Ok((stream, _)) = listener.accept().await else {
+                        return;
+                    };
+                    let Ok((accepted, runtime)) = place(Some(&io), stream) else {
+                        return;
+                    };
+                    let names = names.clone();
+                    spawn_on(&runtime, async move {
+                        let Ok(mut stream) = accepted.attach() else {
+                            return;
+                        };
+                        let mut byte = [0u8; 1];
+                        if stream.read_exact(&mut byte).await.is_ok() {
+                            let _ = stream.write_all(&byte).await;
+                            let name = std::thread::current().name().map(str::to_owned);
+                            let _ = names.send(name);
+                        }
+                    });
+                }
+            })
+        };
+        for i in 0..4u8 {
+            let mut client = tokio::net::TcpStream::connect(addr).await?;
+            client.write_all(&[i]).await?;
+            let mut echo = [0u8; 1];
+            client.read_exact(&mut echo).await?;
+            assert_eq!(echo, [i]);
+        }
+        acceptor.await?;
+        let mut threads = HashSet::new();
+        for _ in 0..4 {
+            threads.insert(served.recv().await.flatten().unwrap_or_default());
+        }
+        let expected: HashSet<String> = ["idmint-io-0", "idmint-io-1"].map(String::from).into();
+        assert_eq!(threads, expected);
+        tokio::task::spawn_blocking(move || io.stop()).await?;
+        Ok(())
+    }
+
+    /// Without connection threads, a connection stays on the accepting runtime.
+    #[tokio::test]
+    async fn without_threads_a_connection_stays_where_it_was_accepted() -> TestResult {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let client = tokio::net::TcpStream::connect(listener.local_addr()?);
+        let ((stream, _), _client) = tokio::try_join!(listener.accept(), client)?;
+        let (accepted, _) = place(None, stream)?;
+        assert!(matches!(accepted, Accepted::Here(_)));
+        accepted.attach()?;
+        Ok(())
+    }
+}
