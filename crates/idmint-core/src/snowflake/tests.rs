@@ -10,7 +10,7 @@ use crate::layout::parse_epoch;
 
 const NOW: &str = "2026-11-21T12:00:00Z";
 
-fn now_ms() -> u64 {
+pub(super) fn now_ms() -> u64 {
     parse_epoch(NOW).unwrap()
 }
 
@@ -78,7 +78,7 @@ impl Clock for AnchoredClock {
     }
 }
 
-fn assert_increasing(ids: &[u64]) {
+pub(super) fn assert_increasing(ids: &[u64]) {
     for pair in ids.windows(2) {
         assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
     }
@@ -411,21 +411,17 @@ fn an_epoch_in_the_future_or_a_clock_before_it_is_refused() {
     assert!(matches!(err, Err(Error::InvalidEpoch { .. })));
 }
 
-#[test]
-fn threads_on_the_system_clock_never_share_an_id() {
+/// Worker 7 of a twitter-shaped layout on the system clock, for tests with real threads.
+pub(super) fn shared_on_system_clock() -> Arc<SnowflakeGenerator> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
-    let gen = Arc::new(
-        SnowflakeGenerator::new(
-            layout,
-            0,
-            7,
-            clock,
-            &SnowflakeConfig::default(),
-            Fence::unfenced(),
-        )
-        .unwrap(),
-    );
+    let config = SnowflakeConfig::default();
+    Arc::new(SnowflakeGenerator::new(layout, 0, 7, clock, &config, Fence::unfenced()).unwrap())
+}
+
+#[test]
+fn threads_on_the_system_clock_never_share_an_id() {
+    let gen = shared_on_system_clock();
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let gen = Arc::clone(&gen);

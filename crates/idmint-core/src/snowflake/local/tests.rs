@@ -5,14 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::*;
-use crate::clock::{Clock, ManualClock, SystemClock};
+use crate::clock::{Clock, ManualClock};
 use crate::error::Error;
-use crate::layout::{parse_epoch, FieldKind, Layout};
+use crate::layout::{FieldKind, Layout};
+use crate::snowflake::tests::{assert_increasing, now_ms, shared_on_system_clock};
 use crate::snowflake::{Fence, SnowflakeConfig};
-
-fn now_ms() -> u64 {
-    parse_epoch("2026-11-21T12:00:00Z").unwrap()
-}
 
 fn generator(spec: &str, clock: &Arc<ManualClock>, config: SnowflakeConfig) -> SnowflakeGenerator {
     fenced(spec, clock, config, Fence::unfenced())
@@ -35,12 +32,6 @@ fn fenced(
 
 fn tick_of(gen: &SnowflakeGenerator, id: u64) -> u64 {
     gen.layout().decode(id).unwrap().tick
-}
-
-fn assert_increasing(ids: &[u64]) {
-    for pair in ids.windows(2) {
-        assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
-    }
 }
 
 #[test]
@@ -300,19 +291,7 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
 
 #[test]
 fn threads_with_handles_and_the_shared_path_never_share_an_id() {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
-    let gen = Arc::new(
-        SnowflakeGenerator::new(
-            layout,
-            0,
-            7,
-            clock,
-            &SnowflakeConfig::default(),
-            Fence::unfenced(),
-        )
-        .unwrap(),
-    );
+    let gen = shared_on_system_clock();
     let threads: Vec<_> = (0..3)
         .map(|i| {
             let gen = Arc::clone(&gen);
