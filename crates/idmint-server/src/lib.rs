@@ -14,5 +14,7 @@ pub mod metered_store;
 pub mod queued_store;
 pub mod resp;
 pub mod serve;
+#[cfg(test)]
+mod test_io;
 
 pub use self::error::ServerError;

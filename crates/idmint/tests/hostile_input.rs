@@ -24,7 +24,7 @@ mod common;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -55,15 +55,11 @@ struct Node {
 
 impl Node {
     fn start(name: &str) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+        let mut child = common::idmint_command()
             .arg("serve")
             .args(["--store", &common::sqlite_url(name)])
             .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
             .args(["--node-name", name])
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let stderr = child.stderr.take().unwrap();

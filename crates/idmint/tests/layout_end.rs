@@ -19,7 +19,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use chrono::{DateTime, SecondsFormat};
@@ -275,12 +275,9 @@ async fn hwms(http: &reqwest::Client, base: &str) -> Vec<(u64, u64)> {
 
 /// Runs `idmint` with `args`; it must exit on its own within 60 s.
 fn run_idmint(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+    let mut child = common::idmint_command()
         .args(args)
-        .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);

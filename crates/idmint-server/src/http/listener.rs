@@ -200,6 +200,7 @@ mod tests {
     use tokio::task::JoinHandle;
 
     use super::*;
+    use crate::test_io::read_to_close;
 
     type TestResult = Result<(), Box<dyn Error>>;
 
@@ -215,13 +216,6 @@ mod tests {
             let _ = stopped.await;
         }));
         Ok((addr, stop, task))
-    }
-
-    /// Everything the server sends until it closes, within 10 s.
-    async fn read_to_close(stream: &mut TcpStream) -> Result<String, Box<dyn Error>> {
-        let mut received = Vec::new();
-        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received)).await??;
-        Ok(String::from_utf8_lossy(&received).into_owned())
     }
 
     const GET: &[u8] = b"GET / HTTP/1.1\r\nHost: t\r\n\r\n";

@@ -311,6 +311,7 @@ mod tests {
     use super::super::{serve, RespOptions};
     use super::*;
     use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+    use crate::test_io::read_to_close;
 
     type TestResult = Result<(), Box<dyn Error>>;
     type Running = (
@@ -347,12 +348,6 @@ mod tests {
             let _ = stopped.await;
         }));
         Ok((addr, stop, task))
-    }
-
-    async fn read_to_close(stream: &mut TcpStream) -> Result<String, Box<dyn Error>> {
-        let mut received = Vec::new();
-        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut received)).await??;
-        Ok(String::from_utf8_lossy(&received).into_owned())
     }
 
     async fn read_text(stream: &mut TcpStream, len: usize) -> Result<String, Box<dyn Error>> {

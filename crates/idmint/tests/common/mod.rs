@@ -5,6 +5,18 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+/// The `idmint` binary under test, logging plainly at `info` to a piped stderr (the tests read
+/// its log) with stdout discarded; callers add the subcommand and flags.
+pub fn idmint_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_idmint"));
+    command
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command
+}
+
 /// A running `idmint serve` and the addresses it bound.
 pub struct Server {
     child: Child,
@@ -22,7 +34,7 @@ impl Server {
 
     /// [`Server::start`] with more flags.
     pub fn start_with(store: &str, node: &str, extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+        let mut child = idmint_command()
             .args([
                 "serve",
                 "--store",
@@ -34,10 +46,6 @@ impl Server {
             ])
             .args(["--node-name", node])
             .args(extra)
-            .env("RUST_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
