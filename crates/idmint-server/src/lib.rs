@@ -11,9 +11,9 @@ pub mod http;
 pub mod ids;
 pub mod io_threads;
 pub mod metered_store;
-pub mod queued_store;
 pub mod resp;
 pub mod serve;
+pub mod store_calls;
 #[cfg(test)]
 mod test_io;
 

@@ -23,8 +23,8 @@ use crate::http::{self, ConnectionOptions, HttpOptions};
 use crate::ids::Ids;
 use crate::io_threads::IoThreads;
 use crate::metered_store::metered;
-use crate::queued_store::queued;
 use crate::resp::{self, RespOptions};
+use crate::store_calls;
 
 /// Runs the server until `shutdown` resolves, then stops it gracefully.
 pub async fn run(
@@ -43,9 +43,10 @@ pub async fn run(
         namespace: config.namespace.clone(),
         ..StoreOptions::default()
     };
-    let store = queued(metered(
-        idmint_store::open(&config.store, &store_options).await?,
-    ));
+    let store = store_calls::on_main_runtime(
+        metered(idmint_store::open(&config.store, &store_options).await?),
+        tokio::runtime::Handle::current(),
+    );
     tracing::info!(store = %store.display_url, "store opened");
     let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
     let http_listener = bind("HTTP", config.http).await?;

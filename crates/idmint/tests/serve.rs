@@ -123,3 +123,49 @@ async fn serves_on_postgres() {
         .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test");
     serves_and_restarts_without_gap(url).await;
 }
+
+/// A burst of first uses over the I/O threads makes the store's pool open connections while
+/// requests run. The graceful stop after it must still give every tail back and release the
+/// worker lease: it once drew connections opened on an I/O thread's runtime, stopped by then,
+/// so give-backs failed (gaps) and the release failed (the worker ID stayed held until expiry).
+#[tokio::test]
+async fn a_burst_of_new_tags_then_a_clean_stop_on_postgres() {
+    let url = std::env::var("IDMINT_TEST_POSTGRES_URL")
+        .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test");
+    let args = ["--io-threads", "2"];
+    let tags: Vec<String> = (0..64)
+        .map(|i| format!("burst-{}-{i}", std::process::id()))
+        .collect();
+    let server = Server::start_with(&url, "burst-test", &args);
+    let http = reqwest::Client::new();
+    let mut calls = tokio::task::JoinSet::new();
+    for (i, tag) in tags.iter().enumerate() {
+        let (client, url) = (
+            http.clone(),
+            format!("{}/v1/segment/{tag}?count=2", server.http),
+        );
+        calls.spawn(async move { (i, get_ids(&client, &url).await) });
+        let (client, url) = (http.clone(), format!("{}/v1/workers", server.http));
+        calls.spawn(async move {
+            let status = client.get(url).send().await.unwrap().status();
+            assert_eq!(status, 200);
+            (usize::MAX, Vec::new())
+        });
+    }
+    let mut last = vec![0; tags.len()];
+    while let Some(done) = calls.join_next().await {
+        let (i, ids) = done.unwrap();
+        if let Some(id) = ids.last() {
+            last[i] = *id;
+        }
+    }
+    assert!(last.iter().all(|id| *id > 0));
+    server.stop();
+
+    let again = Server::start_with(&url, "burst-test", &args);
+    for (tag, last) in tags.iter().zip(last) {
+        let ids = get_ids(&http, &format!("{}/v1/segment/{tag}?count=1", again.http)).await;
+        assert_eq!(ids, [last + 1], "tag {tag}: its tail was not given back");
+    }
+    again.stop();
+}

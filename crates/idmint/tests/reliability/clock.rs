@@ -142,7 +142,7 @@ pub fn step_back_while_running(store: &str) {
     );
     std::thread::sleep(length);
     clients.stop(&runtime);
-    assert!(node.stop().success());
+    node.stop_cleanly();
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(
         "reliability: clock stepped back 10 s while running: divergence {divergence} ms; {report}"
@@ -190,7 +190,7 @@ pub fn restart_behind_under_each_policy(store: &str) {
     let first_worker = worker_of(first[0]);
     let first_last = *first.last().unwrap();
     record(0, first);
-    assert!(node.stop().success());
+    node.stop_cleanly();
 
     // The clock is now 60 s behind that run.
     fake.set("-60");
@@ -255,7 +255,7 @@ pub fn restart_behind_under_each_policy(store: &str) {
     record(2, resumed);
     let (status, _, _) = runtime.block_on(get(&http, &format!("{}/readyz", node.http())));
     assert_eq!(status, 200);
-    assert!(node.stop().success());
+    node.stop_cleanly();
 
     // switch: 60 s behind again; the node takes another worker ID and serves at once.
     fake.set("-60");
@@ -268,7 +268,7 @@ pub fn restart_behind_under_each_policy(store: &str) {
     record(3, switched);
     let (status, _, _) = runtime.block_on(get(&http, &format!("{}/readyz", node.http())));
     assert_eq!(status, 200);
-    assert!(node.stop().success());
+    node.stop_cleanly();
     assert!(node.logged("the clock is behind this worker ID's high-water mark"));
 
     let report = ledger.check(&layout);

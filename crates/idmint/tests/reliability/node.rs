@@ -180,6 +180,18 @@ impl Node {
         status
     }
 
+    /// SIGTERM, then a check that the node stopped cleanly; a failure shows the node's log,
+    /// which holds the reason (the exit status alone does not).
+    pub fn stop_cleanly(&mut self) {
+        let status = self.stop();
+        assert!(
+            status.success(),
+            "node {} stopped with {status}; its log:\n{}",
+            self.spec.name,
+            self.log_text()
+        );
+    }
+
     /// SIGSTOP: the process freezes, sockets and all.
     pub fn freeze(&self) {
         signal(self.pid(), "STOP");

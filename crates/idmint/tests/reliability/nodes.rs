@@ -72,7 +72,7 @@ pub fn killed_and_restarted(label: &str, store: &str) {
     std::thread::sleep(Duration::from_secs(2));
     clients.stop(&runtime);
     for node in &mut nodes {
-        assert!(node.stop().success(), "graceful stop failed");
+        node.stop_cleanly();
     }
 
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());

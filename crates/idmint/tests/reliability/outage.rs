@@ -168,7 +168,7 @@ pub fn covered_by_buffers(label: &str, store: &str, pid_variable: &str) {
     frozen.thaw();
     std::thread::sleep(Duration::from_secs(3));
     clients.stop(&runtime);
-    assert!(node.stop().success());
+    node.stop_cleanly();
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(
         "reliability: {label} frozen {outage:?} under load (buffers {budgets:.0?} s): {} requests during the outage; {report}",
@@ -244,7 +244,7 @@ pub fn longer_than_buffers(label: &str, store: &str, pid_variable: &str) {
     });
     std::thread::sleep(Duration::from_secs(1));
     clients.stop(&runtime);
-    assert!(node.stop().success());
+    node.stop_cleanly();
     let report = ledger.check(&Layout::parse(LAYOUT).unwrap());
     println!(
         "reliability: {label} frozen {outage:?}, longer than the buffers: resumed {} ms after the store's return; {report}",
