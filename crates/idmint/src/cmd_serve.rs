@@ -78,7 +78,8 @@ pub struct ServeArgs {
 
     /// Threads that serve client connections (HTTP and Redis protocol), each connection on
     /// one of them for its whole life; 0 serves them on the main runtime's work-stealing
-    /// workers. [default: one per CPU]
+    /// workers. [default: one fewer than the CPUs, at least 1: the kernel's TCP work and the
+    /// store calls get a CPU of their own]
     #[arg(long, value_name = "N", env = "IDMINT_IO_THREADS")]
     pub io_threads: Option<usize>,
 
