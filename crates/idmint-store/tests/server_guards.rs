@@ -1,6 +1,7 @@
-//! The refusals of the server backends at open, against the real servers: a schema newer than
-//! this binary, and (PostgreSQL, where a database of its own can be made non-durable without
-//! touching the shared server) a store that cannot promise durability.
+//! The refusals of the server backends at open: a server that cannot be reached, and against
+//! the real servers a schema newer than this binary and (PostgreSQL, where a database of its
+//! own can be made non-durable without touching the shared server) a store that cannot promise
+//! durability.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
@@ -88,4 +89,41 @@ async fn postgres_refuses_a_database_without_synchronous_commit_unless_allowed()
     };
     let store = idmint_store::open(&lax_url, &allowed).await.unwrap();
     drop(store);
+}
+
+/// A port nothing listens on: bound, then released.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+fn closed_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A server that cannot be reached at start is an error naming its URL, password hidden.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+async fn unreachable_server_is_named_without_its_password(scheme: &str) {
+    let port = closed_port();
+    let url = format!("{scheme}://idmint:secret@127.0.0.1:{port}/ids");
+    let err = idmint_store::open(&url, &common::options("unreachable"))
+        .await
+        .unwrap_err();
+    let shown = format!("{scheme}://idmint:***@127.0.0.1:{port}/ids");
+    assert!(
+        matches!(&err, Error::StoreUnavailable(m) if m.contains(&shown) && !m.contains("secret")),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn an_unreachable_postgres_is_named_without_its_password() {
+    unreachable_server_is_named_without_its_password("postgres").await;
+}
+
+#[cfg(feature = "mysql")]
+#[tokio::test]
+async fn an_unreachable_mysql_is_named_without_its_password() {
+    unreachable_server_is_named_without_its_password("mysql").await;
 }

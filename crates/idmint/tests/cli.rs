@@ -420,6 +420,44 @@ fn help_works() {
     assert!(out.contains("<ID>") && out.contains("--json"), "{out}");
 }
 
+/// `idmint serve --help` names every setting with its variable (DESIGN.md's contract, and the
+/// ones added since), so `--help` is the reference an operator needs.
+#[test]
+fn serve_help_documents_every_setting() {
+    let out = idmint(&["serve", "--help"]).ok().to_owned();
+    let settings = [
+        ("--config <FILE>", "IDMINT_CONFIG"),
+        ("--data-dir <DIR>", "IDMINT_DATA_DIR"),
+        ("--store <URL>", "IDMINT_STORE"),
+        ("--http <ADDR>", "IDMINT_HTTP"),
+        ("--resp <ADDR>", "IDMINT_RESP"),
+        ("--layout <SPEC>", "IDMINT_LAYOUT"),
+        ("--epoch <EPOCH>", "IDMINT_EPOCH"),
+        ("--datacenter <N>", "IDMINT_DATACENTER"),
+        ("--worker-id <auto|N>", "IDMINT_WORKER_ID"),
+        ("--node-name <NAME>", "IDMINT_NODE_NAME"),
+        ("--admin-token <TOKEN>", "IDMINT_ADMIN_TOKEN"),
+        ("--auto-create-tags <BOOL>", "IDMINT_AUTO_CREATE_TAGS"),
+        ("--default-step <N>", "IDMINT_DEFAULT_STEP"),
+        ("--allow-non-durable <BOOL>", "IDMINT_ALLOW_NON_DURABLE"),
+        ("--io-threads <N>", "IDMINT_IO_THREADS"),
+        ("--namespace <NAME>", "IDMINT_NAMESPACE"),
+        ("--clock-policy <wait|switch|fail>", "IDMINT_CLOCK_POLICY"),
+        ("--lease-ttl <DURATION>", "IDMINT_LEASE_TTL"),
+        ("--lease-renew <DURATION>", "IDMINT_LEASE_RENEW"),
+        ("--hwm-lead <DURATION>", "IDMINT_HWM_LEAD"),
+        ("--max-lead <DURATION>", "IDMINT_MAX_LEAD"),
+        ("--max-wait <DURATION>", "IDMINT_MAX_WAIT"),
+    ];
+    for (flag, variable) in settings {
+        assert!(out.contains(flag), "no `{flag}` in serve --help:\n{out}");
+        assert!(
+            out.contains(&format!("env: {variable}")),
+            "no `{variable}` in serve --help:\n{out}"
+        );
+    }
+}
+
 #[test]
 fn unknown_subcommands_are_usage_errors() {
     let run = idmint(&["frobnicate"]);

@@ -169,3 +169,201 @@ async fn a_burst_of_new_tags_then_a_clean_stop_on_postgres() {
     }
     again.stop();
 }
+
+/// Every error status with its JSON body, the admin token over HTTP and `AUTH` over the Redis
+/// protocol, and Leaf's three paths, on the real binary and `store`.
+async fn errors_auth_and_leaf_paths(store: String) {
+    let token = "s3cret";
+    let server = Server::start_with(&store, "errors-test", &["--admin-token", token]);
+    let http = reqwest::Client::new();
+    let base = server.http.clone();
+    let error_of = |status: u16, code: &'static str, path: &'static str| {
+        let (http, base) = (http.clone(), base.clone());
+        async move {
+            let response = http.get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(response.status().as_u16(), status, "GET {path}");
+            let body: serde_json::Value = response.json().await.unwrap();
+            assert_eq!(body["error"]["code"], code, "GET {path}: {body}");
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| !m.is_empty()),
+                "GET {path}: {body}"
+            );
+        }
+    };
+    error_of(400, "invalid_count", "/v1/snowflake?count=0").await;
+    error_of(400, "invalid_count", "/v1/snowflake?count=10001").await;
+    error_of(400, "invalid_count", "/v1/segment/orders?count=abc").await;
+    error_of(400, "invalid_tag", "/v1/segment/bad%20tag").await;
+    error_of(400, "invalid_id", "/v1/decode/not-a-number").await;
+    error_of(404, "not_found", "/v2/nothing-here").await;
+    error_of(401, "unauthorized", "/v1/tags").await;
+    error_of(401, "unauthorized", "/v1/workers").await;
+    let wrong = http
+        .get(format!("{base}/v1/tags"))
+        .bearer_auth("wrong")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status(), 403);
+    let body: serde_json::Value = wrong.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "forbidden", "{body}");
+    // With the token: a tag created, then listed with its step; the worker lease listed.
+    let created = http
+        .put(format!("{base}/v1/tags/invoices?step=500"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(created.status().is_success(), "{}", created.status());
+    let tags: serde_json::Value = http
+        .get(format!("{base}/v1/tags"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(tags.to_string().contains("invoices"), "{tags}");
+    let workers = http
+        .get(format!("{base}/v1/workers"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(workers.status(), 200);
+
+    // Leaf's paths: plain-text IDs, and the decoded parts of one.
+    let text = |path: String| {
+        let http = http.clone();
+        async move { http.get(path).send().await.unwrap().text().await.unwrap() }
+    };
+    let segment: u64 = text(format!("{base}/api/segment/get/invoices"))
+        .await
+        .parse()
+        .unwrap();
+    let next: u64 = text(format!("{base}/api/segment/get/invoices"))
+        .await
+        .parse()
+        .unwrap();
+    assert_eq!(next, segment + 1);
+    let snowflake: u64 = text(format!("{base}/api/snowflake/get/any"))
+        .await
+        .parse()
+        .unwrap();
+    let decoded: serde_json::Value = serde_json::from_str(
+        &text(format!("{base}/decodeSnowflakeId?snowflakeId={snowflake}")).await,
+    )
+    .unwrap();
+    let ours: serde_json::Value = http
+        .get(format!("{base}/v1/decode/{snowflake}"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(decoded["id"], snowflake.to_string(), "{decoded}");
+    assert_eq!(
+        decoded["workerId"].as_str(),
+        Some(ours["worker"].to_string().as_str()),
+        "{decoded} {ours}"
+    );
+
+    // Redis protocol: nothing but the connection commands before AUTH, then everything.
+    let client = redis::Client::open(server.resp.as_str()).unwrap();
+    let mut resp = client.get_multiplexed_async_connection().await.unwrap();
+    let refused: redis::RedisResult<u64> = redis::cmd("INCR")
+        .arg("invoices")
+        .query_async(&mut resp)
+        .await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("NOAUTH")),
+        "{refused:?}"
+    );
+    let bad: redis::RedisResult<String> =
+        redis::cmd("AUTH").arg("wrong").query_async(&mut resp).await;
+    assert!(bad.is_err(), "{bad:?}");
+    let ok: String = redis::cmd("AUTH")
+        .arg(token)
+        .query_async(&mut resp)
+        .await
+        .unwrap();
+    assert_eq!(ok, "OK");
+    let incr: u64 = redis::cmd("INCR")
+        .arg("invoices")
+        .query_async(&mut resp)
+        .await
+        .unwrap();
+    assert_eq!(incr, next + 1);
+    let unknown: redis::RedisResult<String> = redis::cmd("FLUSHALL").query_async(&mut resp).await;
+    assert!(
+        unknown
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("unknown command")),
+        "{unknown:?}"
+    );
+    drop(resp);
+    server.stop();
+}
+
+#[tokio::test]
+async fn errors_auth_and_leaf_paths_on_the_embedded_store() {
+    errors_auth_and_leaf_paths(common::sqlite_url("errors-auth-leaf")).await;
+}
+
+#[tokio::test]
+async fn errors_auth_and_leaf_paths_on_postgres() {
+    let url = std::env::var("IDMINT_TEST_POSTGRES_URL")
+        .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test");
+    errors_auth_and_leaf_paths(url).await;
+}
+
+/// Settings come from the flag, else the `IDMINT_*` variable, else the `--config` file, else
+/// the default: checked on what the running binary reports.
+#[tokio::test]
+async fn flags_win_over_variables_which_win_over_the_file() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-serve-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join(format!("precedence-{}.toml", std::process::id()));
+    // The file's store could not be opened: the flag's must be the one used.
+    std::fs::write(
+        &file,
+        "store = \"sqlite:///nonexistent/folder/idmint.db\"\n\
+         layout = \"time:41@1ms,dc:2,worker:8,seq:12\"\n\
+         datacenter = 1\n\
+         node_name = \"from-file\"\n",
+    )
+    .unwrap();
+    let store = common::sqlite_url("precedence");
+    let server = Server::start_with_env(
+        &store,
+        "from-flag",
+        &["--config", file.to_str().unwrap()],
+        &[("IDMINT_DATACENTER", "2"), ("IDMINT_NODE_NAME", "from-env")],
+    );
+    let line = &server.serving;
+    assert!(
+        line.contains("layout=time:41@1ms,dc:2,worker:8,seq:12"),
+        "{line}"
+    );
+    assert!(line.contains("datacenter=2"), "{line}");
+    assert!(line.contains("node=from-flag"), "{line}");
+    // The datacenter is in the IDs too.
+    let http = reqwest::Client::new();
+    let id = get_ids(&http, &format!("{}/v1/snowflake", server.http)).await[0];
+    let decoded: serde_json::Value = http
+        .get(format!("{}/v1/decode/{id}", server.http))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(decoded["dc"], 2, "{decoded}");
+    server.stop();
+}

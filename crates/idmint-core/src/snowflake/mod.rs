@@ -9,6 +9,13 @@
 //! (`granted_tick`), and the end of the layout. Each gate ends a call either at once
 //! ([`SnowflakeGenerator::try_reserve`]) or after a bounded wait.
 //!
+//! One ID at a time takes the common case, a value within the clock's tick or the allowed lead
+//! and below every gate, with a single `fetch_add` of the word instead: it never fails and
+//! never retries, so threads racing for the word cost one cache-line transfer per ID rather
+//! than a read and a compare-and-swap that may lose. A `fetch_add` whose value falls outside
+//! the gates (a tick change, a gate reached) is handed back or, when another thread took a
+//! value meanwhile, left unused, and the compare-and-swap path decides.
+//!
 //! The one shared word is also the limit on many threads: its cache line moves between cores on
 //! every ID. Threads that can do with order across threads only to within one tick take a
 //! [`LocalSnowflakes`] handle each ([`SnowflakeGenerator::local`]), which reserves small batches
@@ -36,9 +43,10 @@ pub const MAX_BATCH: u64 = 1_000_000;
 /// How often a call blocked on the granted HWM looks again.
 const HWM_POLL: Duration = Duration::from_millis(5);
 
-/// The state word of a closed generator: above every packed `(tick, seq)` a layout can reach
-/// (at most 63 bits), so no reservation can be made from it.
-const CLOSED: u64 = u64::MAX;
+/// The state word of a closed generator, and every value from it up: above every packed
+/// `(tick, seq)` a layout can reach (at most 63 bits), so no reservation can be made from it,
+/// and far enough below `u64::MAX` that `fetch_add`s after the close never wrap around.
+const CLOSED: u64 = 1 << 63;
 
 /// Why a reservation could not be made without waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -270,10 +278,15 @@ impl SnowflakeGenerator {
         if shard > self.shard_max {
             return Err(self.bad_shard(shard));
         }
+        if count == 1 {
+            if let Some(taken) = self.take_one() {
+                return Ok(Ok(taken));
+            }
+        }
         let sb = self.seq_bits;
         let mut current = self.next_free.0.load(Ordering::Relaxed);
         loop {
-            if current == CLOSED {
+            if current >= CLOSED {
                 return Err(closed());
             }
             let now_tick = self.now_tick()?;
@@ -321,6 +334,69 @@ impl SnowflakeGenerator {
         }
     }
 
+    /// One packed value by `fetch_add`, or `None` when the compare-and-swap path must decide.
+    ///
+    /// The value is kept only when it passes every test of that path with nothing to wait
+    /// for: its tick is the clock's or ahead of it within `max_lead` (so the word was not
+    /// behind the clock and needed no jump), at or below the granted HWM and the layout's end,
+    /// and the generator is open (closed words are above every layout's end). Otherwise it is
+    /// handed back if no thread took a value since, and left unused if one did: an unused value
+    /// is never issued, so uniqueness and order hold either way, and a later `issued_tick`
+    /// merely counts it (on the safe side: the HWM written is never too low). One cost of a
+    /// value left unused at the lead bound: the tick it opened counts as started, so the rest
+    /// of that one tick may be issued, one tick beyond `max_lead` (a loom model,
+    /// `single_ids_at_the_lead_bound_overrun_it_by_at_most_one_tick`, shows it happen and end
+    /// there). Never beyond the granted HWM or the layout's end, tested on every value.
+    ///
+    /// Close to the granted HWM the path is skipped before taking anything, so callers held at
+    /// that gate during a store outage do not push the word forward by one value each.
+    #[inline(always)]
+    fn take_one(&self) -> Option<u64> {
+        let now_tick = self.now_tick().ok()?;
+        let granted = self.granted_tick.load(Ordering::Relaxed);
+        if now_tick >= granted {
+            return None;
+        }
+        let taken = self.next_free.0.fetch_add(1, Ordering::Relaxed);
+        let tick = taken >> self.seq_bits;
+        if tick == now_tick && tick <= self.max_tick {
+            return Some(taken);
+        }
+        self.take_one_off_the_clock(taken, tick, now_tick, granted)
+    }
+
+    /// [`take_one`](Self::take_one) when the value is not in the clock's tick: borrowed within
+    /// the lead, or to be handed back.
+    #[cold]
+    #[inline(never)]
+    fn take_one_off_the_clock(
+        &self,
+        taken: u64,
+        tick: u64,
+        now_tick: u64,
+        granted: u64,
+    ) -> Option<u64> {
+        let within_gates = tick > now_tick
+            && tick <= granted
+            && tick <= self.max_tick
+            && tick <= now_tick.saturating_add(self.max_lead_ticks);
+        if within_gates {
+            return Some(taken);
+        }
+        // Behind the clock, the word needs a jump; past a gate, a wait or an error. Hand the
+        // value back when nobody took one since, so the word stays exact for the lead test
+        // ("ticks already issued may be finished"), which would otherwise count this value.
+        if tick >= now_tick {
+            let _ = self.next_free.0.compare_exchange(
+                taken + 1,
+                taken,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        None
+    }
+
     /// Why `shard` was refused: it does not fit the layout's shard field.
     #[cold]
     #[inline(never)]
@@ -356,7 +432,7 @@ impl SnowflakeGenerator {
     /// The highest tick issued so far (or, before the first ID, the tick below the start).
     pub fn issued_tick(&self) -> u64 {
         match self.next_free.0.load(Ordering::Relaxed) {
-            CLOSED => self.closed_at_tick.load(Ordering::Relaxed),
+            CLOSED.. => self.closed_at_tick.load(Ordering::Relaxed),
             next_free => next_free.saturating_sub(1) >> self.seq_bits,
         }
     }
@@ -370,7 +446,7 @@ impl SnowflakeGenerator {
     /// ([`Error::GeneratorClosed`]). Closing again returns the same tick.
     pub fn close(&self) -> u64 {
         match self.next_free.0.swap(CLOSED, Ordering::Relaxed) {
-            CLOSED => self.closed_at_tick.load(Ordering::Relaxed),
+            CLOSED.. => self.closed_at_tick.load(Ordering::Relaxed),
             next_free => {
                 let tick = next_free.saturating_sub(1) >> self.seq_bits;
                 self.closed_at_tick.store(tick, Ordering::Relaxed);
@@ -383,7 +459,7 @@ impl SnowflakeGenerator {
     /// borrowing or after a restart above an HWM in the future.
     pub fn lead_ms(&self) -> u64 {
         let next_free = self.next_free.0.load(Ordering::Relaxed);
-        if next_free == CLOSED {
+        if next_free >= CLOSED {
             return 0;
         }
         let next_tick = next_free >> self.seq_bits;

@@ -498,3 +498,79 @@ fn close_racing_with_threads_counts_every_id_issued() {
     // as the HWM covers all of them.
     assert!(gen.layout().decode(highest).unwrap().tick <= closed_at);
 }
+
+/// A single ID refused at the lead bound takes nothing: the value its `fetch_add` took is
+/// handed back, so the word is exact and the next ID is the very next value.
+#[test]
+fn refused_single_ids_at_the_lead_bound_leave_the_word_as_it_was() {
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig {
+        max_lead: Duration::from_millis(2),
+        max_wait: Duration::ZERO,
+        ..SnowflakeConfig::default()
+    };
+    let gen = twitter(clock.clone(), config);
+    let now_tick = gen.layout().tick_at(now_ms()).unwrap();
+    for _ in 0..3 * 4096 {
+        gen.next_id().unwrap();
+    }
+    let issued = gen.issued_tick();
+    for _ in 0..10_000 {
+        assert!(matches!(gen.next_id(), Err(Error::ClockBehind { .. })));
+    }
+    assert_eq!((gen.issued_tick(), gen.lead_ms()), (issued, 3));
+    clock.advance(Duration::from_millis(1));
+    let next = gen.layout().decode(gen.next_id().unwrap()).unwrap();
+    assert_eq!((next.tick, next.seq), (now_tick + 3, 0));
+}
+
+/// The same at the granted HWM, both while the clock is below it (the value is handed back)
+/// and once it reached it (nothing is taken at all).
+#[test]
+fn refused_single_ids_at_the_granted_hwm_leave_the_word_as_it_was() {
+    let clock = ManualClock::shared(now_ms());
+    let now_tick = Layout::parse("twitter").unwrap().tick_at(now_ms()).unwrap();
+    let config = SnowflakeConfig {
+        max_wait: Duration::ZERO,
+        ..SnowflakeConfig::default()
+    };
+    let fence = Fence {
+        after_tick: None,
+        granted_tick: now_tick + 1,
+    };
+    let gen = generator("twitter", clock.clone(), config, fence);
+    for _ in 0..2 * 4096 {
+        gen.next_id().unwrap();
+    }
+    let issued = gen.issued_tick();
+    for _ in 0..10_000 {
+        assert!(matches!(gen.next_id(), Err(Error::HwmNotGranted { .. })));
+    }
+    clock.advance(Duration::from_millis(5));
+    for _ in 0..10_000 {
+        assert!(matches!(gen.next_id(), Err(Error::HwmNotGranted { .. })));
+    }
+    assert_eq!(gen.issued_tick(), issued);
+    gen.raise_granted_tick(now_tick + 10);
+    let next = gen.layout().decode(gen.next_id().unwrap()).unwrap();
+    assert_eq!((next.tick, next.seq), (now_tick + 5, 0));
+}
+
+/// After `close`, single IDs keep failing however many are asked for: the `fetch_add`s they
+/// make on the closed word never wrap it back into a valid value.
+#[test]
+fn a_closed_generator_stays_closed_under_any_number_of_single_ids() {
+    let clock = ManualClock::shared(now_ms());
+    let gen = twitter(clock.clone(), SnowflakeConfig::default());
+    gen.next_id().unwrap();
+    let last = gen.close();
+    for _ in 0..100_000 {
+        assert_eq!(gen.next_id(), Err(Error::GeneratorClosed));
+    }
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(gen.next_id(), Err(Error::GeneratorClosed));
+    assert_eq!(
+        (gen.issued_tick(), gen.close(), gen.lead_ms()),
+        (last, last, 0)
+    );
+}

@@ -24,6 +24,8 @@ pub struct Server {
     pub http: String,
     /// `redis://ADDR/`
     pub resp: String,
+    /// The log line that says it serves (addresses, layout, worker ID, node name).
+    pub serving: String,
 }
 
 impl Server {
@@ -34,7 +36,13 @@ impl Server {
 
     /// [`Server::start`] with more flags.
     pub fn start_with(store: &str, node: &str, extra: &[&str]) -> Self {
+        Self::start_with_env(store, node, extra, &[])
+    }
+
+    /// [`Server::start_with`] with `IDMINT_*` (or other) variables set.
+    pub fn start_with_env(store: &str, node: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = idmint_command()
+            .envs(env.iter().copied())
             .args([
                 "serve",
                 "--store",
@@ -71,6 +79,7 @@ impl Server {
         Self {
             http: format!("http://{}", field("http")),
             resp: format!("redis://{}/", field("resp")),
+            serving,
             child,
         }
     }
