@@ -170,6 +170,21 @@ async fn a_burst_of_new_tags_then_a_clean_stop_on_postgres() {
     again.stop();
 }
 
+/// `GET url`, with the admin token when given: the status and the JSON body.
+async fn get_json(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+) -> (u16, serde_json::Value) {
+    let mut request = http.get(url);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap())
+}
+
 /// Every error status with its JSON body, the admin token over HTTP and `AUTH` over the Redis
 /// protocol, and Leaf's three paths, on the real binary and `store`.
 async fn errors_auth_and_leaf_paths(store: String) {
@@ -180,9 +195,8 @@ async fn errors_auth_and_leaf_paths(store: String) {
     let error_of = |status: u16, code: &'static str, path: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
-            let response = http.get(format!("{base}{path}")).send().await.unwrap();
-            assert_eq!(response.status().as_u16(), status, "GET {path}");
-            let body: serde_json::Value = response.json().await.unwrap();
+            let (got, body) = get_json(&http, &format!("{base}{path}"), None).await;
+            assert_eq!(got, status, "GET {path}: {body}");
             assert_eq!(body["error"]["code"], code, "GET {path}: {body}");
             assert!(
                 body["error"]["message"]
@@ -200,15 +214,8 @@ async fn errors_auth_and_leaf_paths(store: String) {
     error_of(404, "not_found", "/v2/nothing-here").await;
     error_of(401, "unauthorized", "/v1/tags").await;
     error_of(401, "unauthorized", "/v1/workers").await;
-    let wrong = http
-        .get(format!("{base}/v1/tags"))
-        .bearer_auth("wrong")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(wrong.status(), 403);
-    let body: serde_json::Value = wrong.json().await.unwrap();
-    assert_eq!(body["error"]["code"], "forbidden", "{body}");
+    let (status, body) = get_json(&http, &format!("{base}/v1/tags"), Some("wrong")).await;
+    assert_eq!((status, &body["error"]["code"]), (403, &"forbidden".into()));
     // With the token: a tag created, then listed with its step; the worker lease listed.
     let created = http
         .put(format!("{base}/v1/tags/invoices?step=500"))
@@ -217,23 +224,13 @@ async fn errors_auth_and_leaf_paths(store: String) {
         .await
         .unwrap();
     assert!(created.status().is_success(), "{}", created.status());
-    let tags: serde_json::Value = http
-        .get(format!("{base}/v1/tags"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert!(tags.to_string().contains("invoices"), "{tags}");
-    let workers = http
-        .get(format!("{base}/v1/workers"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(workers.status(), 200);
+    let (status, tags) = get_json(&http, &format!("{base}/v1/tags"), Some(token)).await;
+    assert!(
+        status == 200 && tags.to_string().contains("invoices"),
+        "{tags}"
+    );
+    let (status, workers) = get_json(&http, &format!("{base}/v1/workers"), Some(token)).await;
+    assert_eq!(status, 200, "{workers}");
 
     // Leaf's paths: plain-text IDs, and the decoded parts of one.
     let text = |path: String| {
@@ -257,14 +254,7 @@ async fn errors_auth_and_leaf_paths(store: String) {
         &text(format!("{base}/decodeSnowflakeId?snowflakeId={snowflake}")).await,
     )
     .unwrap();
-    let ours: serde_json::Value = http
-        .get(format!("{base}/v1/decode/{snowflake}"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, ours) = get_json(&http, &format!("{base}/v1/decode/{snowflake}"), None).await;
     assert_eq!(decoded["id"], snowflake.to_string(), "{decoded}");
     assert_eq!(
         decoded["workerId"].as_str(),
@@ -356,14 +346,7 @@ async fn flags_win_over_variables_which_win_over_the_file() {
     // The datacenter is in the IDs too.
     let http = reqwest::Client::new();
     let id = get_ids(&http, &format!("{}/v1/snowflake", server.http)).await[0];
-    let decoded: serde_json::Value = http
-        .get(format!("{}/v1/decode/{id}", server.http))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (_, decoded) = get_json(&http, &format!("{}/v1/decode/{id}", server.http), None).await;
     assert_eq!(decoded["dc"], 2, "{decoded}");
     server.stop();
 }
