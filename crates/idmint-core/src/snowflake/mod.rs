@@ -43,10 +43,12 @@ pub const MAX_BATCH: u64 = 1_000_000;
 /// How often a call blocked on the granted HWM looks again.
 const HWM_POLL: Duration = Duration::from_millis(5);
 
-/// The state word of a closed generator, and every value from it up: above every packed
-/// `(tick, seq)` a layout can reach (at most 63 bits), so no reservation can be made from it,
-/// and far enough below `u64::MAX` that `fetch_add`s after the close never wrap around.
-const CLOSED: u64 = 1 << 63;
+/// The state word of a closed generator, and every value from it up. Above every word an open
+/// generator can hold: packed `(tick, seq)` values take at most 63 bits, so the word of a
+/// layout that ran out is at most 2^63 plus a few single-ID `fetch_add`s left unused, and that
+/// must still read as "ran out", not "closed". And far enough below `u64::MAX` that
+/// `fetch_add`s after the close never wrap around (2^62 of them would be needed).
+const CLOSED: u64 = 3 << 62;
 
 /// Why a reservation could not be made without waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

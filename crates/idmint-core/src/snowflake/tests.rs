@@ -311,6 +311,44 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
     assert!(matches!(late, Err(Error::LayoutExhausted { .. })));
 }
 
+/// A layout whose time and sequence fill all 63 bits: after its very last ID the word is
+/// 2^63, one past every packed value. That is still "ran out", not "closed", and a close
+/// there reports the last tick.
+#[test]
+fn the_end_of_a_63_bit_layout_is_not_mistaken_for_a_close() {
+    // 30 bits of seconds: the layout's last tick is the current second.
+    let epoch = now_ms() - ((1 << 30) - 1) * 1_000;
+    let layout = Layout::parse("time:30@1s,seq:33")
+        .unwrap()
+        .with_epoch(epoch)
+        .unwrap();
+    let clock = ManualClock::shared(now_ms());
+    let gen = SnowflakeGenerator::new(
+        layout.clone(),
+        0,
+        0,
+        clock,
+        &SnowflakeConfig::default(),
+        Fence::unfenced(),
+    )
+    .unwrap();
+    let per_tick: u64 = 1 << 33;
+    for _ in 0..per_tick / MAX_BATCH {
+        gen.next_batch(MAX_BATCH, 0).unwrap();
+    }
+    let last = gen.next_batch(per_tick % MAX_BATCH, 0).unwrap();
+    assert_eq!(last.last_id(), Some(u64::MAX >> 1));
+    for _ in 0..3 {
+        assert!(matches!(gen.next_id(), Err(Error::LayoutExhausted { .. })));
+        assert!(matches!(
+            gen.next_batch(2, 0),
+            Err(Error::LayoutExhausted { .. })
+        ));
+    }
+    assert_eq!(gen.close(), layout.max_tick());
+    assert_eq!(gen.next_id(), Err(Error::GeneratorClosed));
+}
+
 #[test]
 fn a_batch_is_one_reservation_across_ticks() {
     let clock = ManualClock::shared(now_ms());
