@@ -9,8 +9,7 @@ use crate::layout::Layout;
 pub struct SnowflakeConfig {
     /// How far ahead of the clock the generator may run when a tick's sequence is used up (or
     /// when it restarted above a high-water mark in the future). Borrowing keeps bursts from
-    /// waiting; the bound keeps the time inside IDs honest. Default 1 s. (Two single-ID calls
-    /// racing at the bound may finish one more tick: see the generator's `take_one`.)
+    /// waiting; the bound keeps the time inside IDs honest. Default 1 s.
     pub max_lead: Duration,
     /// The longest a call waits (for the clock to catch up, or for the store to raise the
     /// high-water mark) before it fails with a typed error. Default 1 s.

@@ -98,6 +98,9 @@ pub struct SnowflakeGenerator {
     next_free: Padded<AtomicU64>,
     /// Highest tick the store has confirmed for this worker's lease.
     granted_tick: AtomicU64,
+    /// The highest tick of a value actually issued (not one taken and left unused): a tick
+    /// the clock has fallen behind may be finished only if something was issued in it.
+    started_tick: AtomicU64,
     /// The highest tick issued, recorded when the generator was closed.
     closed_at_tick: AtomicU64,
     clock: Arc<dyn Clock>,
@@ -160,6 +163,7 @@ impl SnowflakeGenerator {
         Ok(Self {
             next_free: Padded(AtomicU64::new(start_tick << seq_bits)),
             granted_tick: AtomicU64::new(fence.granted_tick),
+            started_tick: AtomicU64::new(start_tick.saturating_sub(1)),
             closed_at_tick: AtomicU64::new(0),
             composer: Composer::new(&layout, layout.compose_fixed(datacenter, worker)),
             ticker: clock.ticker(),
@@ -311,13 +315,13 @@ impl SnowflakeGenerator {
                 // Raises come with lease renewals, seconds apart: no need to poll every ms.
                 return Ok(Err((blocked, HWM_POLL)));
             }
-            // Ticks already issued may be finished even if the clock fell behind them; a new
+            // Ticks already issued in may be finished even if the clock fell behind them; a new
             // tick may only be borrowed up to `max_lead` ahead of the clock. The common case, the
             // clock's own tick, skips the test.
             if last_tick > now_tick {
-                let issued_tick = current.saturating_sub(1) >> sb;
+                let started_tick = self.started_tick.load(Ordering::Relaxed);
                 let lead_limit = now_tick.saturating_add(self.max_lead_ticks);
-                if last_tick > lead_limit && last_tick > issued_tick {
+                if last_tick > lead_limit && last_tick > started_tick {
                     let ticks_over = last_tick - lead_limit;
                     let retry_after =
                         Duration::from_millis(ticks_over.saturating_mul(self.unit_ms));
@@ -330,7 +334,10 @@ impl SnowflakeGenerator {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Ok(Ok(first)),
+                Ok(_) => {
+                    self.mark_started(last_tick);
+                    return Ok(Ok(first));
+                }
                 Err(actual) => current = actual,
             }
         }
@@ -344,11 +351,10 @@ impl SnowflakeGenerator {
     /// and the generator is open (closed words are above every layout's end). Otherwise it is
     /// handed back if no thread took a value since, and left unused if one did: an unused value
     /// is never issued, so uniqueness and order hold either way, and a later `issued_tick`
-    /// merely counts it (on the safe side: the HWM written is never too low). One cost of a
-    /// value left unused at the lead bound: the tick it opened counts as started, so the rest
-    /// of that one tick may be issued, one tick beyond `max_lead` (a loom model,
-    /// `single_ids_at_the_lead_bound_overrun_it_by_at_most_one_tick`, shows it happen and end
-    /// there). Never beyond the granted HWM or the layout's end, tested on every value.
+    /// merely counts it (on the safe side: the HWM written is never too low). Nor does it count
+    /// as issued for the lead test: that reads `started_tick`, which only values kept raise,
+    /// so racing refusals cannot carry the word past `max_lead` (a loom model,
+    /// `single_ids_refused_at_the_lead_bound_never_pass_it`, races them).
     ///
     /// Close to the granted HWM the path is skipped before taking anything, so callers held at
     /// that gate during a store outage do not push the word forward by one value each.
@@ -362,9 +368,18 @@ impl SnowflakeGenerator {
         let taken = self.next_free.0.fetch_add(1, Ordering::Relaxed);
         let tick = taken >> self.seq_bits;
         if tick == now_tick && tick <= self.max_tick {
+            self.mark_started(tick);
             return Some(taken);
         }
         self.take_one_off_the_clock(taken, tick, now_tick, granted)
+    }
+
+    /// Records that a value of `tick` was issued. One write per tick: the test first reads.
+    #[inline(always)]
+    fn mark_started(&self, tick: u64) {
+        if tick > self.started_tick.load(Ordering::Relaxed) {
+            self.started_tick.fetch_max(tick, Ordering::Relaxed);
+        }
     }
 
     /// [`take_one`](Self::take_one) when the value is not in the clock's tick: borrowed within
@@ -383,11 +398,11 @@ impl SnowflakeGenerator {
             && tick <= self.max_tick
             && tick <= now_tick.saturating_add(self.max_lead_ticks);
         if within_gates {
+            self.mark_started(tick);
             return Some(taken);
         }
         // Behind the clock, the word needs a jump; past a gate, a wait or an error. Hand the
-        // value back when nobody took one since, so the word stays exact for the lead test
-        // ("ticks already issued may be finished"), which would otherwise count this value.
+        // value back when nobody took one since, so no value is wasted.
         if tick >= now_tick {
             let _ = self.next_free.0.compare_exchange(
                 taken + 1,
@@ -431,7 +446,9 @@ impl SnowflakeGenerator {
         self.granted_tick.load(Ordering::Relaxed)
     }
 
-    /// The highest tick issued so far (or, before the first ID, the tick below the start).
+    /// The highest tick issued so far (or, before the first ID, the tick below the start); a
+    /// tick above it when single IDs were taken and left unused at a gate, the safe side for
+    /// an HWM written from it.
     pub fn issued_tick(&self) -> u64 {
         match self.next_free.0.load(Ordering::Relaxed) {
             CLOSED.. => self.closed_at_tick.load(Ordering::Relaxed),
