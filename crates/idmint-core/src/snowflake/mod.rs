@@ -315,9 +315,9 @@ impl SnowflakeGenerator {
                 // Raises come with lease renewals, seconds apart: no need to poll every ms.
                 return Ok(Err((blocked, HWM_POLL)));
             }
-            // Ticks already issued in may be finished even if the clock fell behind them; a new
-            // tick may only be borrowed up to `max_lead` ahead of the clock. The common case, the
-            // clock's own tick, skips the test.
+            // A tick in which an ID was issued may be finished even if the clock fell behind
+            // it; a new tick may only be borrowed up to `max_lead` ahead of the clock. The
+            // common case, the clock's own tick, skips the test.
             if last_tick > now_tick {
                 let started_tick = self.started_tick.load(Ordering::Relaxed);
                 let lead_limit = now_tick.saturating_add(self.max_lead_ticks);
