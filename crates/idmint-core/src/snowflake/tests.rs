@@ -78,6 +78,18 @@ impl Clock for AnchoredClock {
     }
 }
 
+/// Joins threads that each returned their IDs: each list must increase, and the count of
+/// distinct IDs over all of them is returned (equal to the total when none is shared).
+pub(super) fn join_increasing_distinct(threads: Vec<std::thread::JoinHandle<Vec<u64>>>) -> usize {
+    let mut all = HashSet::new();
+    for thread in threads {
+        let ids = thread.join().unwrap();
+        assert_increasing(&ids);
+        all.extend(ids);
+    }
+    all.len()
+}
+
 pub(super) fn assert_increasing(ids: &[u64]) {
     for pair in ids.windows(2) {
         assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
@@ -470,13 +482,7 @@ fn threads_on_the_system_clock_never_share_an_id() {
             })
         })
         .collect();
-    let mut all = HashSet::new();
-    for handle in handles {
-        let ids = handle.join().unwrap();
-        assert_increasing(&ids);
-        all.extend(ids);
-    }
-    assert_eq!(all.len(), 200_000);
+    assert_eq!(join_increasing_distinct(handles), 200_000);
 }
 
 #[test]

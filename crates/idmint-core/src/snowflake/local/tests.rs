@@ -8,7 +8,9 @@ use super::*;
 use crate::clock::{Clock, ManualClock};
 use crate::error::Error;
 use crate::layout::{FieldKind, Layout};
-use crate::snowflake::tests::{assert_increasing, now_ms, shared_on_system_clock};
+use crate::snowflake::tests::{
+    assert_increasing, join_increasing_distinct, now_ms, shared_on_system_clock,
+};
 use crate::snowflake::{Fence, SnowflakeConfig};
 
 fn generator(spec: &str, clock: &Arc<ManualClock>, config: SnowflakeConfig) -> SnowflakeGenerator {
@@ -307,13 +309,7 @@ fn threads_with_handles_and_the_shared_path_never_share_an_id() {
             })
         })
         .collect();
-    let mut all = HashSet::new();
-    for thread in threads {
-        let ids = thread.join().unwrap();
-        assert_increasing(&ids);
-        all.extend(ids);
-    }
-    assert_eq!(all.len(), 150_000);
+    assert_eq!(join_increasing_distinct(threads), 150_000);
 }
 
 #[test]
