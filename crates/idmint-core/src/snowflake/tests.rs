@@ -78,12 +78,23 @@ impl Clock for AnchoredClock {
     }
 }
 
-/// Joins threads that each returned their IDs: each list must increase, and the count of
-/// distinct IDs over all of them is returned (equal to the total when none is shared).
-pub(super) fn join_increasing_distinct(threads: Vec<std::thread::JoinHandle<Vec<u64>>>) -> usize {
+/// Runs `per_thread(i)` on `threads` threads, each returning the IDs it took: each list must
+/// increase, and the count of distinct IDs over all of them is returned (the total when none
+/// is shared).
+pub(super) fn distinct_ids_on_threads<F>(threads: usize, per_thread: F) -> usize
+where
+    F: Fn(usize) -> Vec<u64> + Send + Sync + 'static,
+{
+    let per_thread = Arc::new(per_thread);
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let per_thread = Arc::clone(&per_thread);
+            std::thread::spawn(move || per_thread(i))
+        })
+        .collect();
     let mut all = HashSet::new();
-    for thread in threads {
-        let ids = thread.join().unwrap();
+    for handle in handles {
+        let ids = handle.join().unwrap();
         assert_increasing(&ids);
         all.extend(ids);
     }
@@ -472,17 +483,10 @@ pub(super) fn shared_on_system_clock() -> Arc<SnowflakeGenerator> {
 #[test]
 fn threads_on_the_system_clock_never_share_an_id() {
     let gen = shared_on_system_clock();
-    let handles: Vec<_> = (0..4)
-        .map(|_| {
-            let gen = Arc::clone(&gen);
-            std::thread::spawn(move || {
-                (0..50_000)
-                    .map(|_| gen.next_id().unwrap())
-                    .collect::<Vec<u64>>()
-            })
-        })
-        .collect();
-    assert_eq!(join_increasing_distinct(handles), 200_000);
+    let distinct = distinct_ids_on_threads(4, move |_| {
+        (0..50_000).map(|_| gen.next_id().unwrap()).collect()
+    });
+    assert_eq!(distinct, 200_000);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::error::Error;
 use crate::layout::{FieldKind, Layout};
 use crate::snowflake::tests::{
-    assert_increasing, join_increasing_distinct, now_ms, shared_on_system_clock,
+    assert_increasing, distinct_ids_on_threads, now_ms, shared_on_system_clock,
 };
 use crate::snowflake::{Fence, SnowflakeConfig};
 
@@ -294,22 +294,15 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
 #[test]
 fn threads_with_handles_and_the_shared_path_never_share_an_id() {
     let gen = shared_on_system_clock();
-    let threads: Vec<_> = (0..3)
-        .map(|i| {
-            let gen = Arc::clone(&gen);
-            std::thread::spawn(move || {
-                if i == 0 {
-                    (0..50_000).map(|_| gen.next_id().unwrap()).collect()
-                } else {
-                    let mut local = LocalSnowflakes::new(gen);
-                    (0..50_000)
-                        .map(|_| local.next_id().unwrap())
-                        .collect::<Vec<u64>>()
-                }
-            })
-        })
-        .collect();
-    assert_eq!(join_increasing_distinct(threads), 150_000);
+    let distinct = distinct_ids_on_threads(3, move |i| {
+        if i == 0 {
+            (0..50_000).map(|_| gen.next_id().unwrap()).collect()
+        } else {
+            let mut local = LocalSnowflakes::new(Arc::clone(&gen));
+            (0..50_000).map(|_| local.next_id().unwrap()).collect()
+        }
+    });
+    assert_eq!(distinct, 150_000);
 }
 
 #[test]
