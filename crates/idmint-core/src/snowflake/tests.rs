@@ -101,6 +101,31 @@ where
     all.len()
 }
 
+/// A generator for worker 0 with the default settings on `spec`, whose epoch lies
+/// `epoch_ms_ago` ms before the tests' now, on a manual clock at that now: for tests at the
+/// end of a layout.
+pub(super) fn generator_since(
+    spec: &str,
+    epoch_ms_ago: u64,
+) -> (Layout, Arc<ManualClock>, SnowflakeGenerator) {
+    let layout = Layout::parse(spec)
+        .unwrap()
+        .with_epoch(now_ms() - epoch_ms_ago)
+        .unwrap();
+    let clock = ManualClock::shared(now_ms());
+    let config = SnowflakeConfig::default();
+    let gen = SnowflakeGenerator::new(
+        layout.clone(),
+        0,
+        0,
+        clock.clone(),
+        &config,
+        Fence::unfenced(),
+    )
+    .unwrap();
+    (layout, clock, gen)
+}
+
 pub(super) fn assert_increasing(ids: &[u64]) {
     for pair in ids.windows(2) {
         assert!(pair[0] < pair[1], "{} then {}", pair[0], pair[1]);
@@ -301,22 +326,8 @@ fn a_new_holder_starts_strictly_above_the_stored_hwm() {
 #[test]
 fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
     // 8 bits of seconds: the layout ends 256 s after its epoch.
-    let epoch = now_ms() - 255_000;
-    let layout = Layout::parse("time:8@1s,seq:4")
-        .unwrap()
-        .with_epoch(epoch)
-        .unwrap();
-    let clock = ManualClock::shared(now_ms());
+    let (layout, clock, gen) = generator_since("time:8@1s,seq:4", 255_000);
     let config = SnowflakeConfig::default();
-    let gen = SnowflakeGenerator::new(
-        layout.clone(),
-        0,
-        0,
-        clock.clone(),
-        &config,
-        Fence::unfenced(),
-    )
-    .unwrap();
     let ids: Vec<u64> = (0..16).map(|_| gen.next_id().unwrap()).collect();
     assert_increasing(&ids);
     assert_eq!(*ids.last().unwrap(), (1 << 12) - 1);
@@ -340,21 +351,7 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
 #[test]
 fn the_end_of_a_63_bit_layout_is_not_mistaken_for_a_close() {
     // 30 bits of seconds: the layout's last tick is the current second.
-    let epoch = now_ms() - ((1 << 30) - 1) * 1_000;
-    let layout = Layout::parse("time:30@1s,seq:33")
-        .unwrap()
-        .with_epoch(epoch)
-        .unwrap();
-    let clock = ManualClock::shared(now_ms());
-    let gen = SnowflakeGenerator::new(
-        layout.clone(),
-        0,
-        0,
-        clock,
-        &SnowflakeConfig::default(),
-        Fence::unfenced(),
-    )
-    .unwrap();
+    let (layout, _, gen) = generator_since("time:30@1s,seq:33", ((1 << 30) - 1) * 1_000);
     let per_tick: u64 = 1 << 33;
     for _ in 0..per_tick / MAX_BATCH {
         gen.next_batch(MAX_BATCH, 0).unwrap();

@@ -9,7 +9,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::error::Error;
 use crate::layout::{FieldKind, Layout};
 use crate::snowflake::tests::{
-    assert_increasing, distinct_ids_on_threads, now_ms, shared_on_system_clock,
+    assert_increasing, distinct_ids_on_threads, generator_since, now_ms, shared_on_system_clock,
 };
 use crate::snowflake::{Fence, SnowflakeConfig};
 
@@ -266,21 +266,7 @@ fn a_closed_generator_stops_handles_at_their_next_reservation() {
 
 #[test]
 fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
-    let epoch = now_ms() - 255_000;
-    let layout = Layout::parse("time:8@1s,seq:4")
-        .unwrap()
-        .with_epoch(epoch)
-        .unwrap();
-    let clock = ManualClock::shared(now_ms());
-    let gen = SnowflakeGenerator::new(
-        layout,
-        0,
-        0,
-        clock.clone(),
-        &SnowflakeConfig::default(),
-        Fence::unfenced(),
-    )
-    .unwrap();
+    let (_, _, gen) = generator_since("time:8@1s,seq:4", 255_000);
     let mut local = gen.local();
     let ids: Vec<u64> = (0..16).map(|_| local.next_id().unwrap()).collect();
     assert_increasing(&ids);
