@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::id_space::{IdSpace, IdSpaceRecord};
+
 /// Result alias used throughout `idmint-core`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -160,6 +162,49 @@ pub enum Error {
     /// The tag already exists (on create).
     #[error("tag `{0}` already exists")]
     TagExists(String),
+
+    /// A node's layout, epoch or datacenter differs from the ID space the store pins for its
+    /// namespace: under other settings its ticks would become other values, and the fenced
+    /// high-water mark could no longer keep them unique.
+    #[error("{}", id_space_mismatch(stored, given))]
+    IdSpaceMismatch {
+        /// The space in force in the store.
+        stored: Box<IdSpaceRecord>,
+        /// The node's.
+        given: Box<IdSpace>,
+    },
+
+    /// A change of ID space was refused: it would overlap IDs already issued, or nodes of the
+    /// current space still run. Nothing was changed.
+    #[error("ID space change refused: {0}")]
+    IdSpaceRefused(String),
+
+    /// The store's ID space changed while this node ran on an older one (a worker lease is
+    /// asked for under the old space): the node must be restarted with the new settings.
+    #[error(
+        "the ID space of this namespace is now version {stored}, this node runs version \
+         {held}: restart it with the settings `idmint id-space show` prints"
+    )]
+    IdSpaceChanged {
+        /// The version this node runs.
+        held: u64,
+        /// The version in force in the store.
+        stored: u64,
+    },
+}
+
+/// The message of [`Error::IdSpaceMismatch`]: both spaces, what differs, and the two ways on.
+fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
+    let differ = stored.space.differences(given).join(" and ");
+    format!(
+        "this node's ID space differs from the one pinned in the store for its namespace \
+         (version {}): stored {}; given {given}. The {differ} differ, and under other settings \
+         the same worker and time would make other IDs, some already issued. Start the node \
+         with the stored settings, or move the namespace to the new space with \
+         `idmint id-space change` (it accepts only a space whose IDs all lie above those \
+         already issued)",
+        stored.version, stored.space
+    )
 }
 
 impl Error {

@@ -11,6 +11,7 @@
 
 pub mod clock;
 pub mod error;
+pub mod id_space;
 pub mod layout;
 pub mod segment;
 pub mod snowflake;
@@ -21,6 +22,7 @@ mod sync;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
+pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 pub use segment::{SegmentBuffer, SegmentConfig};
 pub use snowflake::{LocalSnowflakes, SnowflakeBatch, SnowflakeConfig, SnowflakeGenerator};

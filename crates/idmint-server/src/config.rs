@@ -210,6 +210,8 @@ impl ServeConfig {
                     reason,
                 })?,
             },
+            // Set from the store at start: the ID space pinned there.
+            ..defaults
         };
         lease.validate().map_err(|error| ServerError::Config {
             setting: "lease-ttl, lease-renew, hwm-lead".into(),

@@ -8,6 +8,7 @@
 pub mod config;
 mod error;
 pub mod http;
+pub mod id_space;
 pub mod ids;
 pub mod io_threads;
 pub mod metered_store;

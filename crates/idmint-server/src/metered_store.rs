@@ -16,7 +16,7 @@ use idmint_core::store::{
     Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
     WorkerLeases,
 };
-use idmint_core::{Error, Result, Tag};
+use idmint_core::{Error, IdSpaceRecord, Result, Tag};
 use idmint_store::Store;
 
 /// Histogram: latency of store calls, by operation.
@@ -116,5 +116,17 @@ impl WorkerLeases for MeteredLeases {
 
     async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
         measure("list_leases", self.0.list_leases()).await
+    }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        measure("id_spaces", self.0.id_spaces()).await
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        measure(
+            "record_id_space",
+            self.0.record_id_space(record, hwm_bound_ms),
+        )
+        .await
     }
 }

@@ -29,7 +29,7 @@ use idmint_core::store::{
     Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
     WorkerLeases,
 };
-use idmint_core::{Error, Result, Tag};
+use idmint_core::{Error, IdSpaceRecord, Result, Tag};
 use idmint_store::Store;
 use tokio::runtime::Handle;
 use tokio::sync::Semaphore;
@@ -172,6 +172,19 @@ impl WorkerLeases for MainRuntimeLeases {
         let store = Arc::clone(&self.inner);
         run_on(&self.runtime, async move { store.list_leases().await }).await
     }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        let store = Arc::clone(&self.inner);
+        run_on(&self.runtime, async move { store.id_spaces().await }).await
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let (store, record) = (Arc::clone(&self.inner), record.clone());
+        run_on(&self.runtime, async move {
+            store.record_id_space(&record, hwm_bound_ms).await
+        })
+        .await
+    }
 }
 
 #[cfg(test)]
@@ -248,6 +261,14 @@ mod tests {
             self.note();
             self.inner.list_leases().await
         }
+        async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+            self.note();
+            self.inner.id_spaces().await
+        }
+        async fn record_id_space(&self, record: &IdSpaceRecord, bound: u64) -> Result<()> {
+            self.note();
+            self.inner.record_id_space(record, bound).await
+        }
     }
 
     /// Calls made from another runtime's thread (an I/O thread's) run on the main runtime,
@@ -291,6 +312,7 @@ mod tests {
                             worker_count: 4,
                             worker_id: None,
                             ttl: Duration::from_secs(10),
+                            id_space: None,
                         })
                         .await
                         .unwrap();

@@ -123,6 +123,7 @@ async fn a_lost_lease_is_replaced_and_no_id_repeats() {
         worker_count: 1024,
         worker_id: Some(before.worker_id),
         ttl: Duration::from_secs(30),
+        id_space: None,
     };
     let stolen = other.leases.acquire(&request).await.unwrap();
     let layout = node.layout().clone();

@@ -41,11 +41,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
+use idmint_core::id_space::{check_lease_space, check_record};
 use idmint_core::store::{
     Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
     WorkerLeases, MAX_SEGMENT_ID,
 };
-use idmint_core::Tag;
+use idmint_core::{IdSpaceRecord, Tag};
 use sqlx::mysql::{
     MySql, MySqlConnectOptions, MySqlConnection, MySqlDatabaseError, MySqlPool, MySqlPoolOptions,
     MySqlRow,
@@ -55,7 +56,7 @@ use sqlx::{AssertSqlSafe, Connection, Row, Transaction};
 use crate::bounded::{bounded, sql_error, to_i64, to_u64};
 use crate::location::Location;
 use crate::rows;
-use crate::schema;
+use crate::schema::{self, ID_SPACE_COLUMNS};
 use crate::{Error, Result, StoreOptions};
 
 /// The store's clock, in ms since the Unix epoch: the server's UTC wall clock, by calendar
@@ -111,6 +112,16 @@ struct Statements {
     list_leases: Arc<str>,
     /// The schema version the database holds.
     schema_version: Arc<str>,
+    /// The newest ID-space version (NULL when none), with a locking read.
+    newest_space: Arc<str>,
+    /// Every ID-space record, oldest first.
+    id_spaces: Arc<str>,
+    /// Whether each lease is live, and its HWM, with a locking read.
+    lease_summary: Arc<str>,
+    /// Moves every worker ID's token on (an ID-space change fences every holder).
+    move_tokens_on: Arc<str>,
+    /// Inserts an ID-space record, stamped with the store's clock.
+    record_space: Arc<str>,
 }
 
 impl Statements {
@@ -174,6 +185,19 @@ impl Statements {
                  FROM {w} ORDER BY worker_id"
             )),
             schema_version: sql(format!("SELECT version FROM {ns}_schema WHERE id = 1")),
+            newest_space: sql(format!(
+                "SELECT MAX(version) FROM {ns}_id_spaces FOR UPDATE"
+            )),
+            id_spaces: sql(format!(
+                "SELECT {ID_SPACE_COLUMNS} FROM {ns}_id_spaces ORDER BY version"
+            )),
+            lease_summary: sql(format!(
+                "SELECT expires_at_ms > {NOW}, hwm_ms FROM {w} FOR UPDATE"
+            )),
+            move_tokens_on: sql(format!("UPDATE {w} SET token = token + 1")),
+            record_space: sql(format!(
+                "INSERT INTO {ns}_id_spaces ({ID_SPACE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, {NOW})"
+            )),
         }
     }
 }
@@ -198,6 +222,13 @@ fn migration(ns: &str, version: i64) -> Vec<String> {
                  INDEX {ns}_workers_node (node_name)) ENGINE=InnoDB"
             ),
         ],
+        2 => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {ns}_id_spaces (version BIGINT NOT NULL PRIMARY KEY, \
+             layout VARCHAR(255) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+             epoch_ms BIGINT NOT NULL, datacenter BIGINT NOT NULL, \
+             issues_from_ms BIGINT NOT NULL, first_id BIGINT NOT NULL, \
+             recorded_at_ms BIGINT NOT NULL) ENGINE=InnoDB"
+        )],
         _ => Vec::new(),
     }
 }
@@ -473,6 +504,11 @@ impl MysqlStore {
                 self.display
             )));
         }
+        let newest: Option<i64> = sqlx::query_scalar(q(&self.sql.newest_space))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err)?;
+        check_lease_space(request.id_space, rows::version(newest)?)?;
         let now: i64 = sqlx::query_scalar(q(&self.sql.now))
             .fetch_one(&mut *tx)
             .await
@@ -769,6 +805,70 @@ impl WorkerLeases for MysqlStore {
                 .collect()
         };
         bounded(self.timeout, "listing worker leases", call).await
+    }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        let call = async {
+            let rows: Vec<rows::IdSpaceRow> = sqlx::query_as(q(&self.sql.id_spaces))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| my_error("reading the ID spaces", e))?;
+            rows.into_iter().map(rows::id_space).collect()
+        };
+        bounded(self.timeout, "reading the ID spaces", call).await
+    }
+
+    /// In a transaction holding the schema row's lock, like every acquisition, so no node
+    /// takes a lease under the old space once the change is committed.
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let what = "recording the ID space";
+        let call = async {
+            let err = |e| my_error(what, e);
+            let (version, layout, epoch, datacenter, from, first) = rows::id_space_values(record)?;
+            let mut tx = self.begin(what).await?;
+            sqlx::query(q(&self.sql.lock))
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(err)?;
+            let newest: Option<i64> = sqlx::query_scalar(q(&self.sql.newest_space))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(err)?;
+            // Tokens first: the update waits for any renewal in flight and fences every later
+            // one, so the HWMs read next can no longer rise (rolled back with the rest when
+            // the checks refuse).
+            if record.version > 1 {
+                sqlx::query(q(&self.sql.move_tokens_on))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+            let leases: Vec<(bool, i64)> = sqlx::query_as(q(&self.sql.lease_summary))
+                .fetch_all(&mut *tx)
+                .await
+                .map_err(err)?;
+            let live = leases.iter().filter(|(live, _)| *live).count() as u64;
+            let max_hwm = leases.iter().map(|(_, hwm)| *hwm).max().unwrap_or(0);
+            check_record(
+                record,
+                rows::version(newest)?,
+                live,
+                to_u64("hwm_ms", max_hwm)?,
+                hwm_bound_ms,
+            )?;
+            sqlx::query(q(&self.sql.record_space))
+                .bind(version)
+                .bind(layout)
+                .bind(epoch)
+                .bind(datacenter)
+                .bind(from)
+                .bind(first)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)
+        };
+        bounded(self.timeout, what, call).await
     }
 }
 

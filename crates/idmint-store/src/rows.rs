@@ -2,7 +2,7 @@
 //! the core's types, so every backend refuses and converts in exactly the same way.
 
 use idmint_core::store::{FencingToken, Lease, LeaseInfo, TagInfo};
-use idmint_core::Tag;
+use idmint_core::{IdSpace, IdSpaceRecord, Tag};
 
 use crate::bounded::{to_i64, to_u64};
 use crate::{Error, Result};
@@ -73,6 +73,43 @@ pub(crate) fn lease_info(
         hwm_ms: to_u64("hwm_ms", hwm)?,
         live,
     })
+}
+
+/// A row of the ID-space table, in [`crate::schema::ID_SPACE_COLUMNS`] order.
+pub(crate) type IdSpaceRow = (i64, String, i64, i64, i64, i64, i64);
+
+/// The newest ID-space version as read (`MAX(version)`, NULL when none is recorded).
+pub(crate) fn version(newest: Option<i64>) -> Result<Option<u64>> {
+    newest.map(|v| to_u64("version", v)).transpose()
+}
+
+/// An ID-space record from its row.
+pub(crate) fn id_space(row: IdSpaceRow) -> Result<IdSpaceRecord> {
+    let (version, layout, epoch, datacenter, from, first, at) = row;
+    Ok(IdSpaceRecord {
+        version: to_u64("version", version)?,
+        space: IdSpace {
+            layout,
+            epoch_ms: to_u64("epoch_ms", epoch)?,
+            datacenter: to_u64("datacenter", datacenter)?,
+        },
+        issues_from_ms: to_u64("issues_from_ms", from)?,
+        first_id: to_u64("first_id", first)?,
+        recorded_at_ms: to_u64("recorded_at_ms", at)?,
+    })
+}
+
+/// The bind values of an ID-space record, but its `recorded_at_ms` (the store's clock fills
+/// it): version, layout, epoch, datacenter, issues from, first ID.
+pub(crate) fn id_space_values(record: &IdSpaceRecord) -> Result<(i64, &str, i64, i64, i64, i64)> {
+    Ok((
+        to_i64("version", record.version)?,
+        record.space.layout.as_str(),
+        to_i64("epoch_ms", record.space.epoch_ms)?,
+        to_i64("datacenter", record.space.datacenter)?,
+        to_i64("issues_from_ms", record.issues_from_ms)?,
+        to_i64("first_id", record.first_id)?,
+    ))
 }
 
 /// A tag row, checking that its name is still a valid tag.

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
+use idmint_core::id_space::{check_lease_space, check_record};
 use idmint_core::store::{
     Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
     WorkerLeases, MAX_SEGMENT_ID,
 };
-use idmint_core::Tag;
+use idmint_core::{IdSpaceRecord, Tag};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
@@ -26,7 +27,7 @@ use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 use crate::bounded::{bounded, sql_error, to_i64, to_u64};
 use crate::location::Location;
 use crate::rows;
-use crate::schema;
+use crate::schema::{self, ID_SPACE_COLUMNS};
 use crate::{Error, Result, StoreOptions};
 
 /// The store's clock, in ms since the Unix epoch (SQLite has no server: this is the machine's).
@@ -55,6 +56,11 @@ struct Statements {
     release: Arc<str>,
     list_leases: Arc<str>,
     schema_version: Arc<str>,
+    newest_space: Arc<str>,
+    id_spaces: Arc<str>,
+    lease_summary: Arc<str>,
+    move_tokens_on: Arc<str>,
+    record_space: Arc<str>,
 }
 
 impl Statements {
@@ -118,6 +124,19 @@ impl Statements {
                  FROM {w} ORDER BY worker_id"
             )),
             schema_version: sql(format!("SELECT version FROM {ns}_schema WHERE id = 1")),
+            newest_space: sql(format!("SELECT MAX(version) FROM {ns}_id_spaces")),
+            id_spaces: sql(format!(
+                "SELECT {ID_SPACE_COLUMNS} FROM {ns}_id_spaces ORDER BY version"
+            )),
+            lease_summary: sql(format!(
+                "SELECT COUNT(CASE WHEN expires_at_ms > {NOW} THEN 1 END), \
+                 COALESCE(MAX(hwm_ms), 0) FROM {w}"
+            )),
+            move_tokens_on: sql(format!("UPDATE {w} SET token = token + 1")),
+            record_space: sql(format!(
+                "INSERT INTO {ns}_id_spaces ({ID_SPACE_COLUMNS}) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, {NOW})"
+            )),
         }
     }
 }
@@ -138,6 +157,12 @@ fn migration(ns: &str, version: i64) -> Vec<String> {
             ),
             format!("CREATE INDEX IF NOT EXISTS {ns}_workers_node ON {ns}_workers (node_name)"),
         ],
+        2 => vec![format!(
+            "CREATE TABLE IF NOT EXISTS {ns}_id_spaces (version INTEGER PRIMARY KEY NOT NULL, \
+             layout TEXT NOT NULL, epoch_ms INTEGER NOT NULL, datacenter INTEGER NOT NULL, \
+             issues_from_ms INTEGER NOT NULL, first_id INTEGER NOT NULL, \
+             recorded_at_ms INTEGER NOT NULL)"
+        )],
         _ => Vec::new(),
     }
 }
@@ -301,6 +326,11 @@ impl SqliteStore {
         let count = to_i64("worker_count", request.worker_count)?;
         let ttl = to_i64("ttl", duration_ms(request.ttl))?;
         let mut tx = self.write().await?;
+        let newest: Option<i64> = sqlx::query_scalar(q(&self.sql.newest_space))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(err)?;
+        check_lease_space(request.id_space, rows::version(newest)?)?;
         let now: i64 = sqlx::query_scalar(q(&self.sql.now))
             .fetch_one(&mut *tx)
             .await
@@ -570,5 +600,60 @@ impl WorkerLeases for SqliteStore {
                 .collect()
         };
         bounded(self.timeout, "listing worker leases", call).await
+    }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        let call = async {
+            let rows: Vec<rows::IdSpaceRow> = sqlx::query_as(q(&self.sql.id_spaces))
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| sql_error("reading the ID spaces", e))?;
+            rows.into_iter().map(rows::id_space).collect()
+        };
+        bounded(self.timeout, "reading the ID spaces", call).await
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let call = async {
+            let err = |e| sql_error("recording the ID space", e);
+            let (version, layout, epoch, datacenter, from, first) = rows::id_space_values(record)?;
+            let mut tx = self.write().await?;
+            let newest: Option<i64> = sqlx::query_scalar(q(&self.sql.newest_space))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(err)?;
+            // Tokens first: the update waits for any renewal in flight and fences every later
+            // one, so the HWMs read next can no longer rise (rolled back with the rest when
+            // the checks refuse).
+            if record.version > 1 {
+                sqlx::query(q(&self.sql.move_tokens_on))
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(err)?;
+            }
+            let (live, max_hwm): (i64, i64) = sqlx::query_as(q(&self.sql.lease_summary))
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(err)?;
+            check_record(
+                record,
+                rows::version(newest)?,
+                to_u64("live", live)?,
+                to_u64("hwm_ms", max_hwm)?,
+                hwm_bound_ms,
+            )?;
+            sqlx::query(q(&self.sql.record_space))
+                .bind(version)
+                .bind(layout)
+                .bind(epoch)
+                .bind(datacenter)
+                .bind(from)
+                .bind(first)
+                .execute(&mut *tx)
+                .await
+                .map_err(err)?;
+            tx.commit().await.map_err(err)
+        };
+        bounded(self.timeout, "recording the ID space", call).await
     }
 }

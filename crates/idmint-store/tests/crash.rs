@@ -87,6 +87,7 @@ fn child_entry() {
                     worker_count: 1,
                     worker_id: None,
                     ttl: Duration::from_millis(500),
+                    id_space: None,
                 };
                 let lease = store.leases.acquire(&request).await.unwrap();
                 let renewal = store
@@ -195,6 +196,7 @@ async fn nothing_is_reissued_after_a_kill(url: String) {
         worker_count: 1,
         worker_id: None,
         ttl: Duration::from_secs(30),
+        id_space: None,
     };
     let lease = reopened.leases.acquire(&request).await.unwrap();
     assert_eq!((lease.worker_id, lease.hwm_ms), (worker_id, CRASH_HWM_MS));

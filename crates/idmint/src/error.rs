@@ -63,6 +63,7 @@ fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
                     Core::InvalidLayout { .. }
                         | Core::InvalidEpoch { .. }
                         | Core::InvalidArgument { .. }
+                        | Core::IdSpaceMismatch { .. }
                 )
         )
     )

@@ -26,6 +26,10 @@ pub struct DecodedId {
     pub shard: Option<u64>,
     /// Sequence within the tick.
     pub seq: u64,
+    /// The version of the namespace's ID space that issued it, when decoded by a node or
+    /// against a store, which know the spaces recorded there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id_space: Option<u64>,
 }
 
 impl DecodedId {
@@ -42,6 +46,7 @@ impl DecodedId {
             worker: present(FieldKind::Worker, parts.worker),
             shard: present(FieldKind::Shard, parts.shard),
             seq: parts.seq,
+            id_space: None,
         }
     }
 }

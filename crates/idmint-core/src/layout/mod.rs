@@ -300,6 +300,11 @@ impl Layout {
         self.epoch_ms
     }
 
+    /// Position of the time field's lowest bit: every field below it together.
+    pub fn time_shift(&self) -> u32 {
+        self.time.shift
+    }
+
     /// Bits of the sequence field.
     pub fn seq_bits(&self) -> u32 {
         self.seq.bits

@@ -18,6 +18,7 @@ use super::{
 };
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
+use crate::id_space::{check_lease_space, check_record, IdSpaceRecord};
 use crate::tag::Tag;
 
 /// A worker lease row.
@@ -34,6 +35,7 @@ struct State {
     tags: BTreeMap<Tag, TagInfo>,
     leases: BTreeMap<u64, LeaseRow>,
     next_token: u64,
+    id_spaces: Vec<IdSpaceRecord>,
 }
 
 /// In-memory [`SegmentStore`] and [`WorkerLeases`], judged by the given clock.
@@ -191,6 +193,7 @@ impl WorkerLeases for MemoryStore {
     async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;
+        check_lease_space(request.id_space, state.id_spaces.last().map(|r| r.version))?;
         let live = |row: &LeaseRow| row.expires_at_ms > now;
         let worker_id = match request.worker_id {
             Some(id) if id >= request.worker_count => {
@@ -285,6 +288,37 @@ impl WorkerLeases for MemoryStore {
             })
             .collect())
     }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        Ok(self.enter().await?.id_spaces.clone())
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let newest = state.id_spaces.last().map(|r| r.version);
+        let live = state.leases.values().filter(|row| row.expires_at_ms > now);
+        let max_hwm = state.leases.values().map(|row| row.hwm_ms).max();
+        check_record(
+            record,
+            newest,
+            live.count() as u64,
+            max_hwm.unwrap_or(0),
+            hwm_bound_ms,
+        )?;
+        if record.version > 1 {
+            state.next_token += 1;
+            let token = state.next_token;
+            for row in state.leases.values_mut() {
+                row.token = token;
+            }
+        }
+        state.id_spaces.push(IdSpaceRecord {
+            recorded_at_ms: now,
+            ..record.clone()
+        });
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -307,6 +341,7 @@ mod tests {
             worker_count: 4,
             worker_id,
             ttl: Duration::from_secs(10),
+            id_space: None,
         }
     }
 

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 
 pub use self::memory::MemoryStore;
 use crate::error::Result;
+use crate::id_space::IdSpaceRecord;
 use crate::tag::Tag;
 
 /// The largest `max_id` a tag may reach: it is stored in a signed 64-bit column, so the last ID
@@ -119,6 +120,12 @@ pub struct LeaseRequest {
     pub worker_id: Option<u64>,
     /// How long the lease lasts unless renewed.
     pub ttl: Duration,
+    /// The version of the namespace's ID space the node mints in: the store refuses the lease
+    /// with [`Error::IdSpaceChanged`](crate::Error::IdSpaceChanged) unless it is the one in
+    /// force, in the same atomic decision, so a node started before a change never issues
+    /// under the old space after it. `None` skips the check (tests and tools that issue no
+    /// IDs).
+    pub id_space: Option<u64>,
 }
 
 /// A held worker lease.
@@ -183,4 +190,19 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
 
     /// Every worker ID ever leased, by worker ID.
     async fn list_leases(&self) -> Result<Vec<LeaseInfo>>;
+
+    /// The namespace's recorded ID spaces, oldest first; empty before any node served.
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>>;
+
+    /// Records `record` as the namespace's ID space in force, with the store's clock as its
+    /// `recorded_at_ms`, in one atomic decision that checks:
+    /// - the newest stored version is `record.version - 1` (none for version 1), else
+    ///   [`Error::StoreConflict`](crate::Error::StoreConflict) (someone else recorded first);
+    /// - for a change (version 2 on): no lease is live, else
+    ///   [`Error::IdSpaceRefused`](crate::Error::IdSpaceRefused), and no worker ID's HWM is
+    ///   above `hwm_bound_ms`, the bound the change was judged by, else `StoreConflict`.
+    ///
+    /// A change also moves every worker ID's token on, so a holder of the old space that was
+    /// frozen past its lease cannot renew it when it wakes.
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()>;
 }

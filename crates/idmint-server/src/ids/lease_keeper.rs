@@ -88,6 +88,12 @@ pub struct LeaseConfig {
     pub hwm_lead: Duration,
     /// What to do with a worker ID whose HWM is ahead of the clock. Default `switch`.
     pub clock_policy: ClockPolicy,
+    /// The version of the namespace's ID space this node mints in: the store grants leases
+    /// only under the space in force (see `idmint_core::id_space`). `None` skips the check.
+    pub id_space: Option<u64>,
+    /// No tick starting before this moment (ms since the Unix epoch) is issued: the moment
+    /// the ID space came into force, below which the values of the previous space lie.
+    pub issues_from_ms: u64,
 }
 
 impl Default for LeaseConfig {
@@ -99,6 +105,8 @@ impl Default for LeaseConfig {
             renew_every: Duration::from_secs(2),
             hwm_lead: Duration::from_secs(10),
             clock_policy: ClockPolicy::default(),
+            id_space: None,
+            issues_from_ms: 0,
         }
     }
 }
@@ -147,17 +155,18 @@ impl Settings {
     /// first, and the generator starts above the previous holder's HWM.
     async fn acquire(&self) -> Result<Holding> {
         let lease = self.acquire_within_policy().await?;
-        let unit_ms = self.layout.unit().millis();
-        let start_ms = self
-            .clock
-            .now_ms()
-            .max(lease.hwm_ms.saturating_add(unit_ms));
+        let start_ms = self.clock.now_ms().max(self.first_ms(&lease));
         let target = start_ms.saturating_add(duration_ms(self.config.hwm_lead));
         let renewal = self.store.renew(&lease, target, self.config.ttl).await?;
+        let after_hwm = (lease.hwm_ms > 0)
+            .then(|| self.layout.tick_at(lease.hwm_ms))
+            .flatten();
+        let before_space = self
+            .layout
+            .tick_at(self.config.issues_from_ms)
+            .and_then(|tick| tick.checked_sub(1));
         let fence = Fence {
-            after_tick: (lease.hwm_ms > 0)
-                .then(|| self.layout.tick_at(lease.hwm_ms))
-                .flatten(),
+            after_tick: after_hwm.max(before_space),
             granted_tick: self.layout.tick_at(renewal.hwm_ms).unwrap_or(0),
         };
         let generator = SnowflakeGenerator::new(
@@ -182,10 +191,17 @@ impl Settings {
 }
 
 impl Settings {
+    /// The earliest moment `lease` may issue a tick of: above the previous holder's HWM, and
+    /// not before the ID space came into force.
+    fn first_ms(&self, lease: &Lease) -> u64 {
+        let above_hwm = lease.hwm_ms.saturating_add(self.layout.unit().millis());
+        above_hwm.max(self.config.issues_from_ms)
+    }
+
     /// How far `lease`'s HWM is ahead of the clock, beyond what `max_lead` lets the generator
     /// borrow: 0 when the generator can start at once.
     fn behind_ms(&self, lease: &Lease) -> u64 {
-        let start_ms = lease.hwm_ms.saturating_add(self.layout.unit().millis());
+        let start_ms = self.first_ms(lease);
         let lead_ms = duration_ms(self.snowflake.max_lead);
         start_ms.saturating_sub(self.clock.now_ms().saturating_add(lead_ms))
     }
@@ -199,6 +215,7 @@ impl Settings {
             worker_count: self.layout.worker_count(),
             worker_id: self.config.worker_id,
             ttl: self.config.ttl,
+            id_space: self.config.id_space,
         };
         let mut refused: Vec<Lease> = Vec::new();
         let chosen = loop {

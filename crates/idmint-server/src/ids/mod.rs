@@ -13,8 +13,12 @@ use std::time::Duration;
 
 use idmint_core::clock::Stopwatch;
 use idmint_core::snowflake::Reservation;
-use idmint_core::{Clock, DecodedId, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag};
+use idmint_core::{
+    Clock, DecodedId, IdSpace, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag,
+};
 use idmint_store::Store;
+
+use crate::id_space::{self, SpaceLayouts};
 
 pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
@@ -41,25 +45,36 @@ pub struct Ids {
     segments: SegmentRegistry,
     store: Store,
     layout: Layout,
+    spaces: SpaceLayouts,
     max_wait: Duration,
     max_lead: Duration,
     clock: Arc<dyn Clock>,
 }
 
 impl Ids {
-    /// Takes a worker lease and starts renewing it. Fails when no worker ID can be had or the
+    /// Checks the layout, epoch and datacenter against the ID space pinned in the store
+    /// (recording them when none is), then takes a worker lease under that space and starts
+    /// renewing it. Fails when the store pins another space, no worker ID can be had or the
     /// store refuses.
     pub async fn start(
         config: IdsConfig,
         store: Store,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
+        let given = IdSpace::of(&config.layout, config.datacenter);
+        let history = id_space::pin(store.leases.as_ref(), &given).await?;
+        let mut lease = config.lease.clone();
+        if let Some(current) = history.last() {
+            lease.id_space = Some(current.version);
+            lease.issues_from_ms = current.issues_from_ms;
+        }
+        let spaces = SpaceLayouts::new(history)?;
         let keeper = LeaseKeeper::start(
             Arc::clone(&store.leases),
             config.layout.clone(),
             config.datacenter,
             Arc::clone(&clock),
-            config.lease.clone(),
+            lease,
             config.snowflake.clone(),
         )
         .await?;
@@ -75,6 +90,7 @@ impl Ids {
             segments,
             store,
             layout: config.layout,
+            spaces,
             max_wait: config.snowflake.max_wait,
             max_lead: config.snowflake.max_lead,
             clock,
@@ -141,9 +157,17 @@ impl Ids {
         self.segments.take_contiguous(tag, count).await
     }
 
-    /// Takes a snowflake apart with this node's layout.
+    /// Takes a snowflake apart with the layout of the ID space that issued it: this node's
+    /// for its own IDs, an earlier space's for IDs issued before a change.
     pub fn decode(&self, id: u64) -> Result<DecodedId> {
-        self.layout.decode(id)
+        self.spaces
+            .decode(id)
+            .unwrap_or_else(|| self.layout.decode(id))
+    }
+
+    /// The namespace's ID spaces, oldest first, as recorded when this node started.
+    pub fn id_spaces(&self) -> &[idmint_core::IdSpaceRecord] {
+        self.spaces.history()
     }
 
     /// The layout.

@@ -18,7 +18,9 @@
 //! - `{ns}:expiry`: sorted set of worker IDs by expiry (score = `expires`), for the one that
 //!   expired longest ago;
 //! - `{ns}:node:<name>`: sorted set of the worker IDs whose last holder is that node, by expiry,
-//!   for a node's previous worker ID.
+//!   for a node's previous worker ID;
+//! - `{ns}:spaces`: list of the ID-space records, oldest first, each
+//!   `version|layout|epoch_ms|datacenter|issues_from_ms|first_id|recorded_at_ms`.
 //!
 //! Sorted-set members are worker IDs zero-padded to 16 digits, so equal scores sort by ID.
 
@@ -33,11 +35,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
+use idmint_core::id_space::{check_lease_space, check_record};
 use idmint_core::store::{
     FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
     TagUpdate, WorkerLeases,
 };
-use idmint_core::Tag;
+use idmint_core::{IdSpace, IdSpaceRecord, Tag};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{ErrorKind, RedisError, ScriptInvocation, ServerErrorKind};
 
@@ -46,8 +49,9 @@ use crate::bounded::{bounded, to_i64};
 use crate::location::Location;
 use crate::{Error, Result, StoreOptions};
 
-/// The key layout version this binary writes to `{ns}:schema`.
-const SCHEMA_VERSION: u64 = 1;
+/// The key layout version this binary writes to `{ns}:schema`. Version 2 added `{ns}:spaces`:
+/// a binary that knows only version 1 would not check the pinned ID space, so it must refuse.
+const SCHEMA_VERSION: u64 = 2;
 
 /// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
 /// scores inside Redis, both doubles, exact up to 2^53.
@@ -79,6 +83,8 @@ struct Keys {
     workers: String,
     /// `{ns}:expiry`
     expiry: String,
+    /// `{ns}:spaces`
+    spaces: String,
 }
 
 impl Keys {
@@ -91,6 +97,7 @@ impl Keys {
             segment: format!("{prefix}seg:"),
             workers: format!("{prefix}workers"),
             expiry: format!("{prefix}expiry"),
+            spaces: format!("{prefix}spaces"),
             prefix,
         }
     }
@@ -539,7 +546,9 @@ impl WorkerLeases for RedisStore {
             .arg(request.node_name.as_str())
             .arg(count)
             .arg(static_id)
-            .arg(ttl_ms(request.ttl));
+            .arg(ttl_ms(request.ttl))
+            .arg(request.id_space.map(|v| v.to_string()).unwrap_or_default());
+        invocation.key(&self.keys.spaces);
         let reply = self.run(what, &invocation).await?;
         match reply.as_slice() {
             [status, id, token, hwm, expires] if status == "ok" => Ok(Lease {
@@ -555,6 +564,10 @@ impl WorkerLeases for RedisStore {
             [status] if status == "none" => Err(Error::NoWorkerFree {
                 worker_count: count,
             }),
+            [status, in_force] if status == "space" => {
+                check_lease_space(request.id_space, Some(number("version", in_force)?))
+                    .and(Err(unexpected(what, &reply)))
+            }
             _ => Err(unexpected(what, &reply)),
         }
     }
@@ -636,4 +649,82 @@ impl WorkerLeases for RedisStore {
             }
         }
     }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        let what = "reading the ID spaces";
+        let call = async {
+            let mut conn = self.conn.clone();
+            redis::cmd("LRANGE")
+                .arg(&self.keys.spaces)
+                .arg(0)
+                .arg(-1)
+                .query_async::<Vec<String>>(&mut conn)
+                .await
+                .map_err(|e| redis_error(what, e))
+        };
+        let lines = bounded(self.timeout, what, call).await?;
+        lines.iter().map(|line| id_space(line)).collect()
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let what = "recording the ID space";
+        let space = &record.space;
+        if space.layout.contains('|') {
+            return Err(Error::InvalidArgument {
+                name: "layout",
+                reason: "a layout spec holds no `|`".into(),
+            });
+        }
+        let line = format!(
+            "{}|{}|{}|{}|{}|{}",
+            record.version,
+            space.layout,
+            space.epoch_ms,
+            space.datacenter,
+            record.issues_from_ms,
+            record.first_id
+        );
+        let mut invocation = self.scripts.record_space.key(&self.keys.spaces);
+        invocation
+            .key(&self.keys.workers)
+            .key(&self.keys.expiry)
+            .arg(&self.keys.prefix)
+            .arg(record.version)
+            .arg(line)
+            .arg(hwm_bound_ms);
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status] if status == "ok" => Ok(()),
+            [status, newest, live, max_hwm] if status == "refused" => check_record(
+                record,
+                Some(number("version", newest)?).filter(|v| *v > 0),
+                number("live", live)?,
+                number("hwm", max_hwm)?,
+                hwm_bound_ms,
+            )
+            .and(Err(unexpected(what, &reply))),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+}
+
+/// An ID-space record from its line in `{ns}:spaces`.
+fn id_space(line: &str) -> Result<IdSpaceRecord> {
+    let fields: Vec<&str> = line.split('|').collect();
+    let [version, layout, epoch, datacenter, from, first, at] = fields.as_slice() else {
+        return Err(Error::StoreInvalid(format!(
+            "ID-space record `{line}` in Redis is not 7 fields"
+        )));
+    };
+    Ok(IdSpaceRecord {
+        version: number("version", version)?,
+        space: IdSpace {
+            layout: (*layout).to_owned(),
+            epoch_ms: number("epoch_ms", epoch)?,
+            datacenter: number("datacenter", datacenter)?,
+        },
+        issues_from_ms: number("issues_from_ms", from)?,
+        first_id: number("first_id", first)?,
+        recorded_at_ms: number("recorded_at_ms", at)?,
+    })
 }

@@ -41,6 +41,8 @@ pub(super) struct Scripts {
     pub(super) list_leases: Script,
     /// Reads and records the namespace's layout version.
     pub(super) schema: Script,
+    /// Records the ID space in force, fencing every holder on a change.
+    pub(super) record_space: Script,
 }
 
 impl Scripts {
@@ -57,11 +59,12 @@ impl Scripts {
             release: lua!("release.lua"),
             list_leases: lua!("list_leases.lua"),
             schema: lua!("schema.lua"),
+            record_space: lua!("record_space.lua"),
         }
     }
 
     /// Every script, to load them all at open (which also checks that they compile).
-    pub(super) fn all(&self) -> [&Script; 10] {
+    pub(super) fn all(&self) -> [&Script; 11] {
         [
             &self.allocate,
             &self.give_back,
@@ -73,6 +76,7 @@ impl Scripts {
             &self.release,
             &self.list_leases,
             &self.schema,
+            &self.record_space,
         ]
     }
 }

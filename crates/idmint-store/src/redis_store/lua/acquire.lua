@@ -2,8 +2,11 @@
 -- KEYS[1] the sorted set of every worker ID ever leased (score = ID), KEYS[2] the sorted set of
 -- expiries (score = expires_at_ms);
 -- ARGV[1] the key prefix ('{ns}:'), ARGV[2] the node name, ARGV[3] the worker count (<= 2^53),
--- ARGV[4] a static worker ID (< count) or '' to choose one, ARGV[5] the TTL in ms (<= 2^52).
--- Returns {'ok', worker ID, token, hwm, expires_at_ms} | {'held', holder} | {'none'}.
+-- ARGV[4] a static worker ID (< count) or '' to choose one, ARGV[5] the TTL in ms (<= 2^52),
+-- ARGV[6] the ID-space version the node mints in, or '' not to check it; KEYS[3] the list of
+-- ID-space records.
+-- Returns {'ok', worker ID, token, hwm, expires_at_ms} | {'held', holder} | {'none'} |
+-- {'space', version in force}.
 --
 -- Keys of one worker and one node are built from the prefix: '{ns}:w:<id>' (hash: node,
 -- token, hwm, expires) and '{ns}:node:<name>' (sorted set of the IDs the node held last,
@@ -11,6 +14,11 @@
 local prefix, node = ARGV[1], ARGV[2]
 local count, ttl = tonumber(ARGV[3]), tonumber(ARGV[5])
 local now = now_ms()
+
+local in_force = redis.call('LLEN', KEYS[3])
+if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= in_force then
+  return { 'space', fmt(in_force) }
+end
 
 local function worker_key(id)
   return prefix .. 'w:' .. fmt(id)
