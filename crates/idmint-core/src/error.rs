@@ -195,10 +195,16 @@ pub enum Error {
 
 /// The message of [`Error::IdSpaceMismatch`]: both spaces, what differs, and the two ways on.
 fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
-    let differ = stored.space.differences(given).join(" and ");
+    let names = stored.space.differences(given);
+    let verb = if names.len() == 1 {
+        "differs"
+    } else {
+        "differ"
+    };
+    let differ = names.join(" and ");
     format!(
         "this node's ID space differs from the one pinned in the store for its namespace \
-         (version {}): stored {}; given {given}. The {differ} differ, and under other settings \
+         (version {}): stored {}; given {given}. The {differ} {verb}, and under other settings \
          the same worker and time would make other IDs, some already issued. Start the node \
          with the stored settings, or move the namespace to the new space with \
          `idmint id-space change` (it accepts only a space whose IDs all lie above those \

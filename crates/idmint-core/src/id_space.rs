@@ -303,16 +303,26 @@ fn refusal(
     let needed_tick = (issued_up_to >> layout.time_shift()).saturating_add(1);
     if needed_tick <= layout.max_tick() {
         let from = layout.tick_start_ms(needed_tick);
-        let wait_s = from.saturating_sub(now_ms).div_ceil(1_000);
         text.push_str(&format!(
-            "; the same change is accepted from {} on (in about {wait_s} s), or choose an \
-             earlier epoch",
-            format_ms_rfc3339(from)
+            "; the same change is accepted from {} on (in {}), or choose an earlier epoch",
+            format_ms_rfc3339(from),
+            rough_duration(from.saturating_sub(now_ms))
         ));
     } else {
         text.push_str("; this layout can never issue above them: choose a wider time field or an earlier epoch");
     }
     text
+}
+
+/// A wait for people: seconds up to two minutes, then minutes, hours, days.
+fn rough_duration(ms: u64) -> String {
+    let seconds = ms.div_ceil(1_000);
+    match seconds {
+        0..=120 => format!("{seconds} s"),
+        121..=7_200 => format!("{} min", seconds.div_ceil(60)),
+        7_201..=172_800 => format!("{} h", seconds.div_ceil(3_600)),
+        _ => format!("{} days", seconds.div_ceil(86_400)),
+    }
 }
 
 #[cfg(test)]

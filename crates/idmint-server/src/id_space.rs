@@ -60,11 +60,7 @@ pub async fn change(
 ) -> Result<ChangeReport> {
     let history = leases.id_spaces().await?;
     let Some(current) = history.last() else {
-        return Err(Error::IdSpaceRefused(
-            "no ID space is recorded in this namespace yet: the first node that serves \
-             snowflakes records its own settings, so start it with the new ones"
-                .into(),
-        ));
+        return Err(nothing_recorded());
     };
     let workers = leases.list_leases().await?;
     refuse_live_leases(&workers)?;
@@ -79,6 +75,15 @@ pub async fn change(
         change,
         recorded: !dry_run,
     })
+}
+
+/// The refusal of a change in a namespace where no space is recorded yet.
+pub fn nothing_recorded() -> Error {
+    Error::IdSpaceRefused(
+        "no ID space is recorded in this namespace yet: the first node that serves snowflakes \
+         records its own settings, so start it with the new ones"
+            .into(),
+    )
 }
 
 /// Refuses while any node holds a live lease: it could issue above any HWM read now.
@@ -130,12 +135,18 @@ impl SpaceLayouts {
         &self.history
     }
 
-    /// Takes `id` apart with the space that issued it (by value range), naming its version;
-    /// `None` when no space is recorded.
-    pub fn decode(&self, id: u64) -> Option<Result<DecodedId>> {
+    /// The space whose range of values holds `id`, and its layout; `None` when no space is
+    /// recorded.
+    pub fn space_of(&self, id: u64) -> Option<(&IdSpaceRecord, &Layout)> {
         let record = space_of(&self.history, id)?;
         let index = self.history.iter().position(|r| r == record)?;
-        let layout = self.layouts.get(index)?;
+        Some((record, self.layouts.get(index)?))
+    }
+
+    /// Takes `id` apart with the space that issued it, naming its version; `None` when no
+    /// space is recorded.
+    pub fn decode(&self, id: u64) -> Option<Result<DecodedId>> {
+        let (record, layout) = self.space_of(id)?;
         Some(layout.decode(id).map(|decoded| DecodedId {
             id_space: Some(record.version),
             ..decoded

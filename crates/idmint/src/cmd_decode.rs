@@ -6,6 +6,8 @@ use std::num::IntErrorKind;
 use anyhow::{Context, Result};
 use clap::Args;
 use idmint_core::{DecodedId, FieldKind, Layout};
+use idmint_server::id_space::SpaceLayouts;
+use idmint_store::StoreOptions;
 
 use crate::error::InputError;
 use crate::layout_opts::LayoutOpts;
@@ -28,6 +30,15 @@ pub struct DecodeArgs {
     /// Print the decoded ID as a JSON object (the ID itself as a string).
     #[arg(long)]
     pub json: bool,
+
+    /// Decode with the ID spaces recorded in this store instead of --layout: the one whose
+    /// range of values holds the ID, so IDs issued before a change decode too.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["layout", "epoch"])]
+    pub store: Option<String>,
+
+    /// The deployment's prefix in --store. [default: idmint]
+    #[arg(long, value_name = "NAME", requires = "store")]
+    pub namespace: Option<String>,
 }
 
 /// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
@@ -39,8 +50,14 @@ pub fn run(
     warn: &mut dyn Write,
 ) -> Result<()> {
     let id = parse_id(&args.id)?;
-    let layout = args.opts.resolve(now_ms)?;
-    let decoded = layout.decode(id).map_err(|e| InputError::new("ID", e))?;
+    let (layout, decoded) = match &args.store {
+        Some(url) => decode_from_store(url, args.namespace.as_deref(), id)?,
+        None => {
+            let layout = args.opts.resolve(now_ms)?;
+            let decoded = layout.decode(id).map_err(|e| InputError::new("ID", e))?;
+            (layout, decoded)
+        }
+    };
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &decoded).context("writing JSON")?;
         writeln!(out).context("writing JSON")?;
@@ -57,6 +74,37 @@ pub fn run(
         .context("writing the warning")?;
     }
     Ok(())
+}
+
+/// Decodes `id` with the ID space of the store at `url` whose range of values holds it.
+fn decode_from_store(url: &str, namespace: Option<&str>, id: u64) -> Result<(Layout, DecodedId)> {
+    let options = StoreOptions {
+        namespace: namespace.unwrap_or("idmint").to_owned(),
+        ..StoreOptions::default()
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let history = runtime.block_on(async {
+        let store = idmint_store::open(url, &options)
+            .await
+            .map_err(|e| InputError::new("--store", e))?;
+        Ok::<_, anyhow::Error>(store.leases.id_spaces().await?)
+    })?;
+    let spaces = SpaceLayouts::new(history)?;
+    let (Some((_, layout)), Some(decoded)) = (spaces.space_of(id), spaces.decode(id)) else {
+        return Err(InputError::new(
+            "--store",
+            format!(
+                "no ID space is recorded in namespace `{}`: no node served snowflakes there",
+                options.namespace
+            ),
+        )
+        .into());
+    };
+    let decoded = decoded.map_err(|e| InputError::new("ID", e))?;
+    Ok((layout.clone(), decoded))
 }
 
 /// Parses the ID argument: a decimal `u64`, surrounding spaces allowed.
@@ -83,6 +131,9 @@ fn write_text(out: &mut dyn Write, layout: &Layout, decoded: &DecodedId) -> Resu
         ("time", decoded.time.clone()),
         ("unix ms", decoded.unix_ms.to_string()),
     ];
+    if let Some(version) = decoded.id_space {
+        lines.insert(2, ("space", format!("version {version}")));
+    }
     for field in layout.fields() {
         let value = match field.kind {
             FieldKind::Time => Some(decoded.tick),

@@ -11,6 +11,7 @@
 
 mod cmd_client;
 mod cmd_decode;
+mod cmd_id_space;
 mod cmd_layout;
 mod cmd_serve;
 mod error;
@@ -25,6 +26,7 @@ use idmint_core::clock::wall_clock_ms;
 
 use crate::cmd_client::{NextArgs, TagsArgs};
 use crate::cmd_decode::DecodeArgs;
+use crate::cmd_id_space::IdSpaceArgs;
 use crate::cmd_layout::LayoutArgs;
 use crate::cmd_serve::ServeArgs;
 
@@ -60,6 +62,9 @@ enum Command {
     /// Take a snowflake ID apart: when it was minted and each of its fields.
     #[command(after_help = EXIT_STATUS_HELP)]
     Decode(DecodeArgs),
+    /// Show the ID space (layout, epoch, datacenter) a store pins, or change it safely.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    IdSpace(IdSpaceArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +79,7 @@ fn main() -> ExitCode {
         Command::Tags(args) => cmd_client::tags(args, &mut out),
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
+        Command::IdSpace(args) => cmd_id_space::run(args, now_ms, &mut out),
     }
     .and_then(|()| {
         out.flush()
