@@ -201,7 +201,10 @@ fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
     } else {
         "differ"
     };
-    let differ = names.join(" and ");
+    let differ = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
     format!(
         "this node's ID space differs from the one pinned in the store for its namespace \
          (version {}): stored {}; given {given}. The {differ} {verb}, and under other settings \

@@ -204,7 +204,11 @@ fn new_space(args: &ChangeArgs, current: &IdSpace, now_ms: u64) -> Result<IdSpac
     layout
         .check_epoch_not_future(now_ms)
         .map_err(|e| InputError::new("--epoch", e))?;
-    let datacenter = args.datacenter.unwrap_or(current.datacenter);
+    // A layout without a datacenter field holds 0 there.
+    let has_dc = layout.field(idmint_core::FieldKind::Dc).is_some();
+    let datacenter = args
+        .datacenter
+        .unwrap_or(if has_dc { current.datacenter } else { 0 });
     layout
         .check_fits(idmint_core::FieldKind::Dc, datacenter)
         .map_err(|e| InputError::new("--datacenter", e))?;

@@ -6,7 +6,7 @@
 //! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last |
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k]` | one snowflake; with `COUNT`, an array of `n` |
 //! | `IDMINT.NEXT tag [COUNT n]` | one segment ID; with `COUNT`, an array of `n` |
-//! | `IDMINT.DECODE id` | field/value pairs: `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, and `seq` |
+//! | `IDMINT.DECODE id` | field/value pairs: `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
 //!
 //! The connection and server commands stock clients send are in `admin`.
 
@@ -350,7 +350,8 @@ impl Session {
         }
     }
 
-    /// `IDMINT.DECODE id`: the ID taken apart with this node's layout, as field/value pairs
+    /// `IDMINT.DECODE id`: the ID taken apart with the layout of the space that issued it, as
+    /// field/value pairs
     /// (what `HGETALL` returns, so clients read it into a map).
     fn decode(&mut self, args: &[bytes::Bytes], out: &mut BytesMut) {
         let Some(id) = args.get(1).and_then(|a| reply::parse_u64(a)) else {
@@ -365,7 +366,8 @@ impl Session {
             ("worker", decoded.worker),
             ("shard", decoded.shard),
         ];
-        let present = optional.iter().filter(|(_, v)| v.is_some()).count();
+        let present = optional.iter().filter(|(_, v)| v.is_some()).count()
+            + usize::from(decoded.id_space.is_some());
         encode::array_header(out, 2 * (6 + present));
         encode::bulk(out, b"id");
         reply::id(out, id);
@@ -385,6 +387,10 @@ impl Session {
         }
         encode::bulk(out, b"seq");
         reply::id(out, decoded.seq);
+        if let Some(version) = decoded.id_space {
+            encode::bulk(out, b"id_space");
+            reply::id(out, version);
+        }
     }
 }
 

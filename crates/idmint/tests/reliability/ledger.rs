@@ -102,6 +102,25 @@ impl Ledger {
         *report.failed.entry(code).or_default() += 1;
     }
 
+    /// How many replies were recorded so far: a mark between the phases of a scenario.
+    pub fn batch_count(&self) -> usize {
+        self.batches.lock().unwrap().len()
+    }
+
+    /// The smallest and largest snowflake recorded since reply number `from`, if any.
+    pub fn snowflake_bounds(&self, from: usize) -> Option<(u64, u64)> {
+        let batches = self.batches.lock().unwrap();
+        let ids = batches
+            .iter()
+            .skip(from)
+            .filter(|b| b.kind == Kind::Snowflake)
+            .flat_map(|b| b.ids.iter().copied());
+        ids.fold(None, |bounds, id| match bounds {
+            None => Some((id, id)),
+            Some((low, high)) => Some((low.min(id), high.max(id))),
+        })
+    }
+
     /// The figures so far.
     pub fn report(&self) -> Report {
         self.report.lock().unwrap().clone()

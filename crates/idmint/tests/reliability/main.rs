@@ -12,6 +12,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod clock;
+mod id_space;
 mod lease_loss;
 mod ledger;
 mod load;
@@ -141,4 +142,28 @@ fn lease_lost_while_frozen_on_postgres() {
 fn lease_lost_while_frozen_on_redis() {
     let _serial = serial();
     lease_loss::frozen_past_ttl("redis", &store_url("IDMINT_TEST_REDIS_URL"));
+}
+
+#[test]
+fn id_space_changed_between_phases_on_sqlite() {
+    let _serial = serial();
+    id_space::changed_between_phases("sqlite", &sqlite_url("id-space"));
+}
+
+#[test]
+fn id_space_changed_between_phases_on_postgres() {
+    let _serial = serial();
+    id_space::changed_between_phases("postgres", &store_url("IDMINT_TEST_POSTGRES_URL"));
+}
+
+#[test]
+fn id_space_changed_between_phases_on_mariadb() {
+    let _serial = serial();
+    id_space::changed_between_phases("mariadb", &store_url("IDMINT_TEST_MYSQL_URL"));
+}
+
+#[test]
+fn id_space_changed_between_phases_on_redis() {
+    let _serial = serial();
+    id_space::changed_between_phases("redis", &store_url("IDMINT_TEST_REDIS_URL"));
 }

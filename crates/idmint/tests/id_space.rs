@@ -1,0 +1,342 @@
+//! The ID space pinned in the store, through the binary as an operator meets it: a restart with
+//! another epoch, layout or datacenter is refused and issues nothing; `idmint id-space change`
+//! refuses a space that overlaps what was issued (or while a node runs) and accepts one above
+//! it; IDs from before and after a change decode with their own space. On every backend.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::{idmint_command, sqlite_url, Server};
+
+/// The default layout with its default epoch spelled out, so the tests can move it.
+const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
+const EPOCH_MS: u64 = 1_735_689_600_000;
+/// Twitter's layout with one bit moved from the time field to the worker field.
+const WIDER: &str = "time:40@1ms,dc:5,worker:6,seq:12";
+
+/// A namespace no other test of this run (or an earlier one) uses.
+fn namespace(label: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000_000;
+    format!("s{label}_{millis}_{}", N.fetch_add(1, Ordering::Relaxed))
+}
+
+fn server_url(variable: &str) -> String {
+    std::env::var(variable)
+        .unwrap_or_else(|_| panic!("{variable} is not set: run the tests through scripts/test"))
+}
+
+/// Runs `idmint ARGS` to its end (at most 60 s): exit status, stdout, stderr.
+fn run(args: &[&str]) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("idmint {args:?} did not end within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let (mut out, mut err) = (String::new(), String::new());
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// `idmint serve` that must refuse to start: its exit status and log.
+fn refused_serve(store: &str, node: &str, extra: &[&str]) -> (i32, String) {
+    let mut child = idmint_command()
+        .args(["serve", "--store", store, "--node-name", node])
+        .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+        .args(extra)
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("idmint serve {extra:?} was expected to refuse, but it runs");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut log = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut log)
+        .unwrap();
+    (status.code().unwrap_or(-1), log)
+}
+
+/// Snowflakes from `server` for `length`, 100 per call.
+async fn mint(server: &Server, length: Duration) -> Vec<u64> {
+    let http = reqwest::Client::new();
+    let url = format!("{}/v1/snowflake?count=100", server.http);
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    while started.elapsed() < length {
+        let body: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
+        ids.extend(
+            body["ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|id| id.as_str().unwrap().parse::<u64>().unwrap()),
+        );
+    }
+    ids
+}
+
+/// `/v1/decode/{id}` on `server`.
+async fn decode(server: &Server, id: u64) -> serde_json::Value {
+    reqwest::get(format!("{}/v1/decode/{id}", server.http))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// `idmint id-space show --json`.
+fn show(store: &str, ns: &str) -> serde_json::Value {
+    let (code, out, err) = run(&[
+        "id-space",
+        "show",
+        "--store",
+        store,
+        "--namespace",
+        ns,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// The probe that found the bug: two runs on one store with epochs 2,011 ms apart. The second
+/// is refused until the space is changed through the command, which itself refuses while the
+/// first run serves and while the new epoch would reach back into issued IDs; then the two
+/// runs share no ID, and every ID decodes with the space that issued it.
+async fn epochs_two_seconds_apart_share_no_id(store: String) {
+    let ns = namespace("epoch");
+    let moved = (EPOCH_MS + 2_011).to_string();
+    let first_flags = ["--namespace", &ns, "--layout", LAYOUT];
+    let moved_flags = ["--namespace", &ns, "--layout", LAYOUT, "--epoch", &moved];
+
+    let first = Server::start_with(&store, "node-a", &first_flags);
+    let first_ids = mint(&first, Duration::from_millis(1_500)).await;
+    let first_decoded = decode(&first, first_ids[0]).await;
+    // While it serves, no change is accepted: it could issue above any HWM read now.
+    let change = ["id-space", "change", "--store", &store, "--namespace", &ns];
+    let (code, _, err) = run(&[&change[..], &["--epoch", &moved]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("still hold worker leases") && err.contains("node-a"),
+        "{err}"
+    );
+    first.stop();
+
+    let (code, log) = refused_serve(&store, "node-a", &moved_flags);
+    assert_eq!(code, 2, "{log}");
+    assert!(
+        log.contains("1735689600000") && log.contains("1735689602011"),
+        "{log}"
+    );
+    assert!(log.contains("idmint id-space change"), "{log}");
+    assert!(!log.contains("worker lease acquired"), "{log}");
+
+    // Right after the first run, the moved epoch still reaches back into its IDs.
+    let (code, _, err) = run(&[&change[..], &["--epoch", &moved]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("would overlap") && err.contains("accepted from"),
+        "{err}"
+    );
+    assert_eq!(show(&store, &ns)["spaces"].as_array().unwrap().len(), 1);
+    // Once the clock has passed that point, the same change goes through.
+    std::thread::sleep(Duration::from_millis(2_200));
+    let (code, out, err) = run(&[&change[..], &["--epoch", &moved]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("version 1 -> 2"), "{out}");
+
+    let second = Server::start_with(&store, "node-a", &moved_flags);
+    let second_ids = mint(&second, Duration::from_millis(1_500)).await;
+    let old = decode(&second, first_ids[0]).await;
+    let new = decode(&second, second_ids[0]).await;
+    second.stop();
+
+    let first_max = first_ids.iter().max().unwrap();
+    let second_min = second_ids.iter().min().unwrap();
+    assert!(
+        second_min > first_max,
+        "the second run issued {second_min}, not above the first run's {first_max}"
+    );
+    assert!(first_ids.len() > 1_000 && second_ids.len() > 1_000);
+    assert_eq!(old["id_space"], 1);
+    assert_eq!(old["unix_ms"], first_decoded["unix_ms"]);
+    assert_eq!(new["id_space"], 2);
+    let (code, out, err) = run(&[
+        "decode",
+        &first_ids[0].to_string(),
+        "--store",
+        &store,
+        "--namespace",
+        &ns,
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let cli: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(cli["unix_ms"], first_decoded["unix_ms"]);
+    assert_eq!(cli["id_space"], 1);
+}
+
+/// Another layout, datacenter or epoch is refused at start and takes no worker lease; a
+/// change to a space below what was issued is refused and changes nothing; one above is
+/// accepted and serves.
+async fn other_settings_are_refused_and_take_nothing(store: String) {
+    let ns = namespace("dc");
+    let flags = [
+        "--namespace",
+        &ns,
+        "--layout",
+        "twitter",
+        "--datacenter",
+        "1",
+    ];
+    let first = Server::start_with(&store, "node-a", &flags);
+    let first_ids = mint(&first, Duration::from_millis(300)).await;
+    first.stop();
+    let before = show(&store, &ns);
+
+    let refusals: [(&[&str], &str); 3] = [
+        (&["--layout", "sonyflake"], "layout"),
+        (
+            &["--layout", "twitter", "--datacenter", "2"],
+            "datacenter differs",
+        ),
+        (
+            &[
+                "--layout",
+                "twitter",
+                "--datacenter",
+                "1",
+                "--epoch",
+                "2020-01-01",
+            ],
+            "epoch differs",
+        ),
+    ];
+    for (extra, reason) in refusals {
+        let (code, log) = refused_serve(
+            &store,
+            "node-b",
+            &[&["--namespace", &ns][..], extra].concat(),
+        );
+        assert_eq!(code, 2, "{extra:?}: {log}");
+        assert!(log.contains(reason), "{extra:?}: {log}");
+    }
+    // Nothing changed in the store: same space, same leases, same high-water marks.
+    assert_eq!(show(&store, &ns), before);
+
+    let change = ["id-space", "change", "--store", &store, "--namespace", &ns];
+    // The default layout from 2025, and Sonyflake's 10 ms ticks with 24 bits below them, lie
+    // far below Twitter's IDs of today.
+    for layout in [LAYOUT, "sonyflake"] {
+        let (code, _, err) = run(&[&change[..], &["--layout", layout]].concat());
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("would overlap"), "{err}");
+    }
+    let (code, _, err) = run(&[&change[..], &["--datacenter", "32"]].concat());
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--datacenter"), "{err}");
+    assert_eq!(show(&store, &ns), before);
+
+    // One more bit below the time field, from an earlier epoch: every moment lies higher.
+    let wider = ["--layout", WIDER, "--epoch", "2010-01-01"];
+    let (code, out, err) = run(&[&change[..], &wider, &["--dry-run"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("dry run"), "{out}");
+    assert_eq!(show(&store, &ns), before);
+    let (code, _, err) = run(&[&change[..], &wider].concat());
+    assert_eq!(code, 0, "{err}");
+    let second_flags = [&["--namespace", &ns, "--datacenter", "1"][..], &wider].concat();
+    let second = Server::start_with(&store, "node-b", &second_flags);
+    let second_ids = mint(&second, Duration::from_millis(300)).await;
+    let old = decode(&second, first_ids[0]).await;
+    second.stop();
+    assert!(second_ids.iter().min() > first_ids.iter().max());
+    assert_eq!(old["dc"], 1);
+    assert_eq!(old["id_space"], 1);
+    let spaces = show(&store, &ns)["spaces"].clone();
+    assert_eq!(spaces[1]["layout"], WIDER);
+    assert_eq!(spaces[1]["datacenter"], 1);
+}
+
+macro_rules! on_every_store {
+    ($name:ident, $test:ident) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                $test(sqlite_url(stringify!($name))).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                $test(server_url("IDMINT_TEST_POSTGRES_URL")).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn mysql() {
+                $test(server_url("IDMINT_TEST_MYSQL_URL")).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn redis() {
+                $test(server_url("IDMINT_TEST_REDIS_URL")).await;
+            }
+        }
+    };
+}
+
+on_every_store!(
+    epochs_two_seconds_apart,
+    epochs_two_seconds_apart_share_no_id
+);
+on_every_store!(
+    other_settings_refused,
+    other_settings_are_refused_and_take_nothing
+);
