@@ -69,6 +69,9 @@ pub struct PartialConfig {
     pub max_lead: Option<String>,
     /// The longest a request waits for the clock or the store before an error.
     pub max_wait: Option<String>,
+    /// How long a starting node waits for a worker lease to expire when every worker ID (or
+    /// its static one) is held; `0s` fails at once. Defaults to the lease TTL.
+    pub worker_wait: Option<String>,
 }
 
 impl PartialConfig {
@@ -108,6 +111,7 @@ impl PartialConfig {
             hwm_lead: self.hwm_lead.or(lower.hwm_lead),
             max_lead: self.max_lead.or(lower.max_lead),
             max_wait: self.max_wait.or(lower.max_wait),
+            worker_wait: self.worker_wait.or(lower.worker_wait),
         }
     }
 }
@@ -193,10 +197,11 @@ impl ServeConfig {
             });
         }
         let defaults = LeaseConfig::default();
+        let ttl = duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?;
         let lease = LeaseConfig {
             node_name: node_name.clone(),
             worker_id,
-            ttl: duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?,
+            ttl,
             renew_every: duration(
                 "lease-renew",
                 layers.lease_renew.as_deref(),
@@ -210,6 +215,9 @@ impl ServeConfig {
                     reason,
                 })?,
             },
+            // One TTL: the longest a killed node's lease outlives it, so a node restarted right
+            // after the kill gets a worker ID by default.
+            worker_wait: duration("worker-wait", layers.worker_wait.as_deref(), ttl)?,
         };
         lease.validate().map_err(|error| ServerError::Config {
             setting: "lease-ttl, lease-renew, hwm-lead".into(),
@@ -443,5 +451,32 @@ mod tests {
                 .ids_config(&layout);
         assert_eq!(defaults.lease.clock_policy, crate::ids::ClockPolicy::Switch);
         assert_eq!(defaults.lease.ttl, Duration::from_secs(10));
+        assert_eq!(defaults.lease.worker_wait, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_worker_wait_defaults_to_the_lease_ttl_and_zero_means_none() {
+        let resolve = |lease_ttl: Option<&str>, worker_wait: Option<&str>| {
+            let command_line = PartialConfig {
+                lease_ttl: lease_ttl.map(str::to_owned),
+                worker_wait: worker_wait.map(str::to_owned),
+                ..PartialConfig::default()
+            };
+            ServeConfig::resolve(command_line, PartialConfig::default(), "h")
+                .map(|config| config.lease.worker_wait)
+        };
+        assert_eq!(resolve(Some("3s"), None).unwrap(), Duration::from_secs(3));
+        assert_eq!(
+            resolve(Some("3s"), Some("500ms")).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(resolve(None, Some("0s")).unwrap(), Duration::ZERO);
+        let file: PartialConfig = toml::from_str("worker_wait = \"1m\"\n").unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
+        assert_eq!(config.lease.worker_wait, Duration::from_secs(60));
+        assert!(matches!(
+            resolve(None, Some("soon")),
+            Err(ServerError::Config { setting, .. }) if setting == "worker-wait"
+        ));
     }
 }
