@@ -172,7 +172,7 @@ impl ServeConfig {
             .unwrap_or_else(|| PathBuf::from("./idmint-data"));
         let store = layers
             .store
-            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idmint.db").display()));
+            .unwrap_or_else(|| embedded_store_url(&data_dir));
         let worker_id = match layers.worker_id.as_deref().map(str::trim) {
             None | Some("auto") => None,
             Some(text) => Some(text.parse::<u64>().map_err(|_| ServerError::Config {
@@ -278,6 +278,25 @@ impl ServeConfig {
     }
 }
 
+/// The `sqlite://` URL of the embedded store's file in `data_dir`.
+///
+/// A relative folder is written `./folder`: in `sqlite://folder/...` a first segment holding
+/// `@` reads as `user@host` and is refused (`idmint_store::Location`), and `--data-dir` names a
+/// folder, never a host.
+fn embedded_store_url(data_dir: &Path) -> String {
+    let file = data_dir.join("idmint.db");
+    let explicit = file.is_absolute()
+        || matches!(
+            file.components().next(),
+            Some(std::path::Component::CurDir | std::path::Component::ParentDir)
+        );
+    if explicit {
+        format!("sqlite://{}", file.display())
+    } else {
+        format!("sqlite://./{}", file.display())
+    }
+}
+
 /// Parses a duration setting (`10s`, `500ms`, `2m`), or gives `default` when unset.
 fn duration(setting: &str, text: Option<&str>, default: Duration) -> Result<Duration, ServerError> {
     let Some(text) = text else {
@@ -364,6 +383,18 @@ mod tests {
         };
         let config = ServeConfig::resolve(command_line, PartialConfig::default(), "h").unwrap();
         assert_eq!(config.store, "sqlite:///var/lib/idmint/idmint.db");
+        let store_in = |dir: &str| {
+            let command_line = PartialConfig {
+                data_dir: Some(dir.into()),
+                ..PartialConfig::default()
+            };
+            ServeConfig::resolve(command_line, PartialConfig::default(), "h")
+                .unwrap()
+                .store
+        };
+        assert_eq!(store_in("../ids"), "sqlite://../ids/idmint.db");
+        // Not `sqlite://me@box/...`, which reads as a user at a host.
+        assert_eq!(store_in("me@box"), "sqlite://./me@box/idmint.db");
     }
 
     #[test]
