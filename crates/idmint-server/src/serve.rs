@@ -2,11 +2,11 @@
 //!
 //! Start: check every setting that can be checked without side effects and bind HTTP and the
 //! Redis protocol, then open the store (durability and schema checked), take a worker lease, log
-//! what was bound. A wrong setting or a port in use so stops the node before it creates a store
-//! file, writes a row or holds a worker ID for a lease period. Stop (the `shutdown` future resolves, e.g. on SIGTERM):
-//! stop accepting, let requests in flight finish (bounded), then give unused segment tails back
-//! and release the worker lease with the last tick issued, so a restart continues with no gap and
-//! without borrowing time.
+//! what was bound. A wrong setting or a port in use thus stops the node before it creates a
+//! store file, writes a row or holds a worker ID for a lease period. Stop (the `shutdown`
+//! future resolves, e.g. on SIGTERM): stop accepting, let requests in flight finish (bounded),
+//! then give unused segment tails back and release the worker lease with the last tick issued,
+//! so a restart continues with no gap and without borrowing time.
 
 use std::future::Future;
 use std::sync::Arc;
