@@ -8,6 +8,8 @@
 use std::time::Duration;
 
 use crate::id_space::{IdSpace, IdSpaceRecord};
+use crate::layout::format_ms_rfc3339;
+use crate::store::LeaseInfo;
 
 /// Result alias used throughout `idmint-core`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -139,6 +141,26 @@ pub enum Error {
         holder: String,
     },
 
+    /// A node starting found no worker ID free ([`Error::NoWorkerFree`]) or its static one held
+    /// ([`Error::WorkerHeld`]), and no lease expired within the time it may wait for one
+    /// (`worker_wait`). A node restarted right after it was killed finds its old lease still
+    /// live until it expires; waiting a bounded time lets it start then instead of failing at
+    /// once, and when it does fail the operator sees whom it waited for and how long.
+    #[error(
+        "{cause}; waited {} (worker_wait) for a worker lease to expire{}",
+        seconds(.waited),
+        soonest_expiry(.first_to_expire)
+    )]
+    WorkerWaitRanOut {
+        /// The store's last refusal: [`Error::NoWorkerFree`] or [`Error::WorkerHeld`].
+        cause: Box<Error>,
+        /// How long the node waited.
+        waited: Duration,
+        /// The live lease that expires first (among those the node could take), when the
+        /// store could list them.
+        first_to_expire: Option<LeaseInfo>,
+    },
+
     /// The worker ID a node was given has a high-water mark further ahead of the node's clock
     /// than `max_lead`: an earlier holder issued IDs up to a time this clock has not reached
     /// (typically a restart with the clock stepped back). Under the clock policy `fail` the
@@ -220,6 +242,9 @@ impl Error {
     /// True when the same call may succeed later without any change by the caller: a bounded
     /// wait ran out, or the store is down. Bad input and exhausted layouts are not retryable.
     pub fn is_retryable(&self) -> bool {
+        if let Error::WorkerWaitRanOut { cause, .. } = self {
+            return cause.is_retryable();
+        }
         matches!(
             self,
             Error::ClockBehind { .. }
@@ -248,5 +273,24 @@ impl Error {
             name,
             reason: reason.into(),
         }
+    }
+}
+
+/// `waited` in seconds with one decimal (`0.0s`, `10.1s`): the wait is a setting of seconds,
+/// and `Duration`'s own form prints `0ns` or `10.100392117s`.
+fn seconds(waited: &Duration) -> String {
+    format!("{:.1}s", waited.as_secs_f64())
+}
+
+/// The tail of [`Error::WorkerWaitRanOut`]'s message: which lease would have expired first.
+fn soonest_expiry(lease: &Option<LeaseInfo>) -> String {
+    match lease {
+        Some(lease) => format!(
+            "; the first to expire, worker {}'s held by `{}`, runs until {}",
+            lease.worker_id,
+            lease.node_name,
+            format_ms_rfc3339(lease.expires_at_ms)
+        ),
+        None => String::new(),
     }
 }

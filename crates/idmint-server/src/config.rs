@@ -69,6 +69,9 @@ pub struct PartialConfig {
     pub max_lead: Option<String>,
     /// The longest a request waits for the clock or the store before an error.
     pub max_wait: Option<String>,
+    /// How long a starting node waits for a worker lease to expire when every worker ID (or
+    /// its static one) is held; `0s` fails at once. Defaults to the lease TTL.
+    pub worker_wait: Option<String>,
 }
 
 impl PartialConfig {
@@ -108,6 +111,7 @@ impl PartialConfig {
             hwm_lead: self.hwm_lead.or(lower.hwm_lead),
             max_lead: self.max_lead.or(lower.max_lead),
             max_wait: self.max_wait.or(lower.max_wait),
+            worker_wait: self.worker_wait.or(lower.worker_wait),
         }
     }
 }
@@ -168,7 +172,7 @@ impl ServeConfig {
             .unwrap_or_else(|| PathBuf::from("./idmint-data"));
         let store = layers
             .store
-            .unwrap_or_else(|| format!("sqlite://{}", data_dir.join("idmint.db").display()));
+            .unwrap_or_else(|| embedded_store_url(&data_dir));
         let worker_id = match layers.worker_id.as_deref().map(str::trim) {
             None | Some("auto") => None,
             Some(text) => Some(text.parse::<u64>().map_err(|_| ServerError::Config {
@@ -193,10 +197,11 @@ impl ServeConfig {
             });
         }
         let defaults = LeaseConfig::default();
+        let ttl = duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?;
         let lease = LeaseConfig {
             node_name: node_name.clone(),
             worker_id,
-            ttl: duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?,
+            ttl,
             renew_every: duration(
                 "lease-renew",
                 layers.lease_renew.as_deref(),
@@ -210,6 +215,9 @@ impl ServeConfig {
                     reason,
                 })?,
             },
+            // One TTL: the longest a killed node's lease outlives it, so a node restarted right
+            // after the kill gets a worker ID by default.
+            worker_wait: duration("worker-wait", layers.worker_wait.as_deref(), ttl)?,
             // Set from the store at start: the ID space pinned there.
             ..defaults
         };
@@ -269,6 +277,25 @@ impl ServeConfig {
                 ..SegmentOptions::default()
             },
         }
+    }
+}
+
+/// The `sqlite://` URL of the embedded store's file in `data_dir`.
+///
+/// A relative folder is written `./folder`: in `sqlite://folder/...` a first segment holding
+/// `@` reads as `user@host` and is refused (`idmint_store::Location`), and `--data-dir` names a
+/// folder, never a host.
+fn embedded_store_url(data_dir: &Path) -> String {
+    let file = data_dir.join("idmint.db");
+    let explicit = file.is_absolute()
+        || matches!(
+            file.components().next(),
+            Some(std::path::Component::CurDir | std::path::Component::ParentDir)
+        );
+    if explicit {
+        format!("sqlite://{}", file.display())
+    } else {
+        format!("sqlite://./{}", file.display())
     }
 }
 
@@ -358,6 +385,18 @@ mod tests {
         };
         let config = ServeConfig::resolve(command_line, PartialConfig::default(), "h").unwrap();
         assert_eq!(config.store, "sqlite:///var/lib/idmint/idmint.db");
+        let store_in = |dir: &str| {
+            let command_line = PartialConfig {
+                data_dir: Some(dir.into()),
+                ..PartialConfig::default()
+            };
+            ServeConfig::resolve(command_line, PartialConfig::default(), "h")
+                .unwrap()
+                .store
+        };
+        assert_eq!(store_in("../ids"), "sqlite://../ids/idmint.db");
+        // Not `sqlite://me@box/...`, which reads as a user at a host.
+        assert_eq!(store_in("me@box"), "sqlite://./me@box/idmint.db");
     }
 
     #[test]
@@ -445,5 +484,32 @@ mod tests {
                 .ids_config(&layout);
         assert_eq!(defaults.lease.clock_policy, crate::ids::ClockPolicy::Switch);
         assert_eq!(defaults.lease.ttl, Duration::from_secs(10));
+        assert_eq!(defaults.lease.worker_wait, Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_worker_wait_defaults_to_the_lease_ttl_and_zero_means_none() {
+        let resolve = |lease_ttl: Option<&str>, worker_wait: Option<&str>| {
+            let command_line = PartialConfig {
+                lease_ttl: lease_ttl.map(str::to_owned),
+                worker_wait: worker_wait.map(str::to_owned),
+                ..PartialConfig::default()
+            };
+            ServeConfig::resolve(command_line, PartialConfig::default(), "h")
+                .map(|config| config.lease.worker_wait)
+        };
+        assert_eq!(resolve(Some("3s"), None).unwrap(), Duration::from_secs(3));
+        assert_eq!(
+            resolve(Some("3s"), Some("500ms")).unwrap(),
+            Duration::from_millis(500)
+        );
+        assert_eq!(resolve(None, Some("0s")).unwrap(), Duration::ZERO);
+        let file: PartialConfig = toml::from_str("worker_wait = \"1m\"\n").unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
+        assert_eq!(config.lease.worker_wait, Duration::from_secs(60));
+        assert!(matches!(
+            resolve(None, Some("soon")),
+            Err(ServerError::Config { setting, .. }) if setting == "worker-wait"
+        ));
     }
 }

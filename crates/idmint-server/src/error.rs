@@ -16,9 +16,13 @@ pub enum ServerError {
     /// The ID service or the store refused (store unreachable, no worker free, bad layout...).
     #[error(transparent)]
     Ids(#[from] idmint_core::Error),
-    /// A listener could not be bound.
-    #[error("cannot listen for {what} on {address}: {source}")]
+    /// A listen address could not be bound (in use, not an address of this host, a privileged
+    /// port). Shown as one line naming the setting, the address and the cause: the cause is
+    /// the error's source, which `{:#}` appends, so it is not repeated in the message.
+    #[error("--{setting}: cannot listen for {what} on {address}")]
     Bind {
+        /// The setting that gave the address, without dashes: `http` or `resp`.
+        setting: &'static str,
         /// `HTTP` or `Redis protocol`.
         what: &'static str,
         /// The address.
@@ -29,8 +33,9 @@ pub enum ServerError {
     /// The connection threads could not be started (`--io-threads`).
     #[error("--io-threads: cannot start the connection threads: {0}")]
     IoThreads(std::io::Error),
-    /// A listener failed while serving.
-    #[error("{what} listener failed: {source}")]
+    /// A listener failed while serving. The cause is the error's source (not repeated in the
+    /// message, as for [`Bind`](Self::Bind)).
+    #[error("{what} listener failed")]
     Serve {
         /// `HTTP` or `Redis protocol`.
         what: &'static str,

@@ -1,18 +1,20 @@
 //! `idmint serve`: the store, the ID service and both front ends, started and stopped in order.
 //!
-//! Start: open the store (durability and schema checked), take a worker lease, bind HTTP and the
-//! Redis protocol, log what was bound. Stop (the `shutdown` future resolves, e.g. on SIGTERM):
-//! stop accepting, let requests in flight finish (bounded), then give unused segment tails back
-//! and release the worker lease with the last tick issued, so a restart continues with no gap and
-//! without borrowing time.
+//! Start: check every setting that can be checked without side effects and bind HTTP and the
+//! Redis protocol, then open the store (durability and schema checked), take a worker lease, log
+//! what was bound. A wrong setting or a port in use thus stops the node before it creates a
+//! store file, writes a row or holds a worker ID for a lease period. Stop (the `shutdown`
+//! future resolves, e.g. on SIGTERM): stop accepting, let requests in flight finish (bounded),
+//! then give unused segment tails back and release the worker lease with the last tick issued,
+//! so a restart continues with no gap and without borrowing time.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::layout::format_ms_rfc3339;
-use idmint_core::{Clock, Layout, SystemClock};
-use idmint_store::StoreOptions;
+use idmint_core::{Clock, FieldKind, Layout, SystemClock};
+use idmint_store::{Location, StoreOptions};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -38,6 +40,9 @@ pub async fn run(
     let layout = Layout::parse_with_epoch(&config.layout, config.epoch.as_deref())?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     refuse_exhausted_layout(&layout, clock.as_ref())?;
+    check_settings(&config, &layout, clock.now_ms())?;
+    let http_listener = bind("http", "HTTP", config.http).await?;
+    let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
     let store_options = StoreOptions {
         allow_non_durable: config.allow_non_durable,
         namespace: config.namespace.clone(),
@@ -49,8 +54,6 @@ pub async fn run(
     );
     tracing::info!(store = %store.display_url, "store opened");
     let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
-    let http_listener = bind("HTTP", config.http).await?;
-    let resp_listener = bind("Redis protocol", config.resp).await?;
     log_started(&config, &layout, &ids, &http_listener, &resp_listener);
 
     let (stop, stopped) = watch::channel(false);
@@ -140,6 +143,42 @@ fn refuse_exhausted_layout(layout: &Layout, clock: &dyn Clock) -> Result<(), Ser
     Ok(())
 }
 
+/// Checks the settings the layout and the store URL decide, before anything is opened: the epoch
+/// is not in the future, the datacenter and a static worker ID fit the layout's fields, and the
+/// store URL is well formed. Each would otherwise be found only after the store was opened (its
+/// file created, its schema written) and a worker lease taken, by the store or the generator.
+/// The other settings (addresses, durations, numbers) were checked when they were resolved.
+fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<(), ServerError> {
+    let refused = |setting: &str, error: idmint_core::Error| ServerError::Config {
+        setting: setting.into(),
+        reason: match error {
+            idmint_core::Error::InvalidArgument { reason, .. } => reason,
+            other => other.to_string(),
+        },
+    };
+    layout.check_epoch_not_future(now_ms).map_err(|error| {
+        // The epoch is the layout's own (a preset's) unless --epoch gave one.
+        refused(
+            if config.epoch.is_some() {
+                "epoch"
+            } else {
+                "layout"
+            },
+            error,
+        )
+    })?;
+    layout
+        .check_fits(FieldKind::Dc, config.datacenter)
+        .map_err(|error| refused("datacenter", error))?;
+    if let Some(worker_id) = config.worker_id {
+        layout
+            .check_fits(FieldKind::Worker, worker_id)
+            .map_err(|error| refused("worker-id", error))?;
+    }
+    Location::parse(&config.store).map_err(|error| refused("store", error))?;
+    Ok(())
+}
+
 /// Installs the Prometheus recorder for the process; a second server in the same process (tests)
 /// shares the first one's.
 fn install_metrics() -> Option<PrometheusHandle> {
@@ -171,13 +210,16 @@ async fn metrics_upkeep(handle: PrometheusHandle) {
     }
 }
 
+/// Binds `address`, the value of the setting `--{setting}`, for the protocol `what`.
 async fn bind(
+    setting: &'static str,
     what: &'static str,
     address: std::net::SocketAddr,
 ) -> Result<TcpListener, ServerError> {
     TcpListener::bind(address)
         .await
         .map_err(|source| ServerError::Bind {
+            setting,
             what,
             address,
             source,
@@ -217,6 +259,56 @@ mod tests {
     use idmint_core::ManualClock;
 
     use super::*;
+
+    /// The setting named by a refused [`check_settings`], or a panic.
+    fn refused_setting(config: &ServeConfig, layout: &str) -> (String, String) {
+        let Ok(layout) = Layout::parse_with_epoch(layout, config.epoch.as_deref()) else {
+            panic!("the layout does not parse");
+        };
+        match check_settings(config, &layout, idmint_core::clock::wall_clock_ms()) {
+            Err(ServerError::Config { setting, reason }) => (setting, reason),
+            other => panic!("expected a refused setting, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn settings_the_layout_and_store_decide_are_checked_before_anything_opens() {
+        let Ok(base) = ServeConfig::resolve(
+            crate::config::PartialConfig::default(),
+            crate::config::PartialConfig::default(),
+            "h",
+        ) else {
+            panic!("the defaults do not resolve");
+        };
+        let layout = "time:41@1ms,dc:2,worker:3,seq:12";
+        let Ok(parsed) = Layout::parse(layout) else {
+            panic!("the layout does not parse");
+        };
+        assert!(check_settings(&base, &parsed, idmint_core::clock::wall_clock_ms()).is_ok());
+        let with = |change: &dyn Fn(&mut ServeConfig)| {
+            let mut config = base.clone();
+            change(&mut config);
+            config
+        };
+        let (setting, reason) = refused_setting(&with(&|c| c.datacenter = 4), layout);
+        assert_eq!(setting, "datacenter");
+        assert!(reason.contains("does not fit in 2 bits"), "{reason}");
+        let (setting, reason) = refused_setting(&with(&|c| c.worker_id = Some(8)), layout);
+        assert_eq!(setting, "worker-id");
+        assert!(reason.contains("does not fit in 3 bits"), "{reason}");
+        let (setting, _) = refused_setting(&with(&|c| c.worker_id = Some(1)), "time:41@1ms,seq:12");
+        assert_eq!(setting, "worker-id");
+        let (setting, reason) =
+            refused_setting(&with(&|c| c.epoch = Some("2100-01-01".into())), layout);
+        assert_eq!(setting, "epoch");
+        assert!(reason.contains("in the future"), "{reason}");
+        let (setting, reason) = refused_setting(
+            &with(&|c| c.store = "sqlite://user:secret@/tmp/x.db".into()),
+            layout,
+        );
+        assert_eq!(setting, "store");
+        assert!(!reason.contains("secret"), "{reason}");
+    }
 
     #[test]
     fn a_layout_that_ran_out_is_refused_before_the_store() {

@@ -119,6 +119,13 @@ pub struct ServeArgs {
     /// [default: 1s]
     #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_WAIT")]
     pub max_wait: Option<String>,
+
+    /// How long a starting node waits for a worker lease to expire when every worker ID (or
+    /// its --worker-id) is held, e.g. by a node killed a moment ago: it logs the lease it waits
+    /// for, and fails when none expired in time. 0 fails at once. [default: the --lease-ttl
+    /// value, the longest a dead node's lease lives on]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_WORKER_WAIT")]
+    pub worker_wait: Option<String>,
 }
 
 impl ServeArgs {
@@ -146,6 +153,7 @@ impl ServeArgs {
             hwm_lead: self.hwm_lead.clone(),
             max_lead: self.max_lead.clone(),
             max_wait: self.max_wait.clone(),
+            worker_wait: self.worker_wait.clone(),
         }
     }
 }

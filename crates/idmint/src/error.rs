@@ -52,6 +52,13 @@ pub fn exit_status(err: &anyhow::Error) -> u8 {
 }
 
 /// True for a server error caused by a setting the user gave (a flag, variable or file entry).
+///
+/// A listen address that cannot be bound ([`ServerError::Bind`](idmint_server::ServerError))
+/// is not one: the address is well formed (a malformed one is a `Config` error), and whether it
+/// can be bound depends on the machine at that moment (another process holds the port, the
+/// interface is not up yet), so the same command may work when tried again. It exits with
+/// [`EXIT_FAILURE`], as a store that cannot be reached does, and a supervisor that does not
+/// restart after a usage error (status 2) still restarts after it.
 fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
     use idmint_core::Error as Core;
     use idmint_server::ServerError;
@@ -108,6 +115,22 @@ mod tests {
             &anyhow::Error::new(json).context("writing JSON")
         ));
         assert!(!is_broken_pipe(&anyhow::anyhow!("disk full")));
+    }
+
+    #[test]
+    fn a_port_in_use_is_a_failure_and_a_bad_address_a_usage_error() {
+        let in_use = idmint_server::ServerError::Bind {
+            setting: "http",
+            what: "HTTP",
+            address: std::net::SocketAddr::from(([127, 0, 0, 1], 8080)),
+            source: std::io::Error::from(std::io::ErrorKind::AddrInUse),
+        };
+        assert_eq!(exit_status(&anyhow::Error::new(in_use)), EXIT_FAILURE);
+        let malformed = idmint_server::ServerError::Config {
+            setting: "http".into(),
+            reason: "`localhost` is not an address like 127.0.0.1:8080".into(),
+        };
+        assert_eq!(exit_status(&anyhow::Error::new(malformed)), EXIT_USAGE);
     }
 
     #[test]

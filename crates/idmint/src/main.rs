@@ -6,7 +6,8 @@
 //!
 //! Exit status: 0 on success; 2 for anything the user typed wrong (clap's own usage errors,
 //! and a bad `--layout`, `--epoch` or ID, which print one `error: FLAG: problem` line on
-//! stderr); 1 for any other failure. A reader that closes the pipe early
+//! stderr); 1 for any other failure (the store cannot be reached, a listen port is in use, no
+//! worker ID came free within `--worker-wait`). A reader that closes the pipe early
 //! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
 
 mod cmd_client;

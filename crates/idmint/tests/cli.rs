@@ -448,6 +448,7 @@ fn serve_help_documents_every_setting() {
         ("--hwm-lead <DURATION>", "IDMINT_HWM_LEAD"),
         ("--max-lead <DURATION>", "IDMINT_MAX_LEAD"),
         ("--max-wait <DURATION>", "IDMINT_MAX_WAIT"),
+        ("--worker-wait <DURATION>", "IDMINT_WORKER_WAIT"),
     ];
     for (flag, variable) in settings {
         assert!(out.contains(flag), "no `{flag}` in serve --help:\n{out}");

@@ -89,6 +89,8 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::ClockBeforeEpoch { .. } => (INTERNAL, "clock_before_epoch"),
         Error::StoreInvalid(_) => (INTERNAL, "store_invalid"),
         Error::WorkerHeld { .. } => (INTERNAL, "worker_held"),
+        // Raised only at start; its cause decides, should it ever reach a client.
+        Error::WorkerWaitRanOut { cause, .. } => status_and_code(cause),
         // A variant added to the core later: its own retryability decides.
         _ if error.is_retryable() => (UNAVAILABLE, "unavailable"),
         _ => (INTERNAL, "internal"),
@@ -288,6 +290,19 @@ mod tests {
                 worker_id: 2,
                 behind_ms: 60_000,
             },
+            Error::WorkerWaitRanOut {
+                cause: Box::new(Error::NoWorkerFree { worker_count: 4 }),
+                waited: Duration::from_secs(10),
+                first_to_expire: None,
+            },
+            Error::WorkerWaitRanOut {
+                cause: Box::new(Error::WorkerHeld {
+                    worker_id: 1,
+                    holder: "n".into(),
+                }),
+                waited: Duration::ZERO,
+                first_to_expire: None,
+            },
         ]
     }
 
@@ -315,6 +330,8 @@ mod tests {
             (404, "unknown_tag"),
             (409, "tag_exists"),
             (503, "clock_behind"),
+            (503, "no_worker_free"),
+            (500, "worker_held"),
         ];
         let got: Vec<(u16, &str)> = every_variant()
             .iter()

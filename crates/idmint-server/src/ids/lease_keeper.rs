@@ -18,8 +18,9 @@ use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use idmint_core::clock::Stopwatch;
+use idmint_core::layout::format_ms_rfc3339;
 use idmint_core::snowflake::Fence;
-use idmint_core::store::{Lease, LeaseRequest, WorkerLeases};
+use idmint_core::store::{Lease, LeaseInfo, LeaseRequest, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
 use tokio::sync::{watch, Mutex};
 
@@ -94,6 +95,12 @@ pub struct LeaseConfig {
     /// No tick starting before this moment (ms since the Unix epoch) is issued: the moment
     /// the ID space came into force, below which the values of the previous space lie.
     pub issues_from_ms: u64,
+    /// How long [`LeaseKeeper::start`] waits for a worker lease to expire when every worker ID
+    /// (or the static one) is held by a live lease, before it fails. A node restarted right
+    /// after it was killed (by a supervisor, say) finds the dead node's lease live for up to
+    /// `ttl`: failing at once would make the restart fail too. Zero fails at once. Default
+    /// 10 s, the default `ttl`: the longest a dead node's lease outlives it.
+    pub worker_wait: Duration,
 }
 
 impl Default for LeaseConfig {
@@ -107,6 +114,7 @@ impl Default for LeaseConfig {
             clock_policy: ClockPolicy::default(),
             id_space: None,
             issues_from_ms: 0,
+            worker_wait: Duration::from_secs(10),
         }
     }
 }
@@ -277,6 +285,102 @@ impl Settings {
     }
 }
 
+/// How far past a lease's expiry (by this node's clock) the next try waits: the store's clock
+/// decides when the lease expired, and it may be a little behind ours.
+const PAST_EXPIRY: Duration = Duration::from_millis(50);
+
+/// The shortest pause between two tries while waiting for a worker ID: when the clocks disagree
+/// more than [`PAST_EXPIRY`], a lease already expired by ours is still live for the store, and
+/// the tries must not spin.
+const WORKER_RETRY_MIN: Duration = Duration::from_millis(100);
+
+/// The pause between two tries when no live lease to wait for was found (the store could not
+/// list them, or they changed between the refusal and the listing).
+const WORKER_RETRY_BLIND: Duration = Duration::from_millis(500);
+
+impl Settings {
+    /// [`acquire`](Self::acquire) for [`LeaseKeeper::start`]: while every worker ID (or the
+    /// static one) is held by a live lease, waits until just after the first of those leases
+    /// expires and tries again, `worker_wait` at most in all; then fails with the store's last
+    /// refusal, how long it waited and the lease it waited for. Any other error ends the wait at
+    /// once. Nothing is held while waiting: both refusals come before a lease is taken (the
+    /// clock policy only runs on a lease the store handed out).
+    async fn acquire_at_start(&self) -> Result<Holding> {
+        let waiting = Stopwatch::start();
+        loop {
+            let refusal = match self.acquire().await {
+                Err(error @ (Error::NoWorkerFree { .. } | Error::WorkerHeld { .. })) => error,
+                other => return other,
+            };
+            let first = self.first_to_expire(&refusal).await;
+            let waited = waiting.elapsed();
+            let left = self.config.worker_wait.saturating_sub(waited);
+            if left.is_zero() {
+                return Err(Error::WorkerWaitRanOut {
+                    cause: Box::new(refusal),
+                    waited: Duration::from_millis(duration_ms(waited)),
+                    first_to_expire: first,
+                });
+            }
+            let pause = match &first {
+                Some(lease) => {
+                    Duration::from_millis(lease.expires_at_ms.saturating_sub(self.clock.now_ms()))
+                        .saturating_add(PAST_EXPIRY)
+                }
+                None => WORKER_RETRY_BLIND,
+            }
+            .max(WORKER_RETRY_MIN)
+            .min(left);
+            match &first {
+                Some(lease) => tracing::warn!(
+                    %refusal,
+                    worker_id = lease.worker_id,
+                    holder = %lease.node_name,
+                    expires_at = %format_ms_rfc3339(lease.expires_at_ms),
+                    retry_in = ?pause,
+                    waited = ?waited,
+                    worker_wait = ?self.config.worker_wait,
+                    "waiting for this worker lease to expire"
+                ),
+                None => tracing::warn!(
+                    %refusal,
+                    retry_in = ?pause,
+                    waited = ?waited,
+                    worker_wait = ?self.config.worker_wait,
+                    "waiting for a worker lease to expire"
+                ),
+            }
+            tokio::time::sleep(pause).await;
+        }
+    }
+
+    /// The live lease that expires first among those `refusal` is about: the static worker ID
+    /// of [`Error::WorkerHeld`], else any of the layout's worker IDs. `None` when the store
+    /// cannot list them (the wait then retries blind) or none is live any more.
+    async fn first_to_expire(&self, refusal: &Error) -> Option<LeaseInfo> {
+        let leases = match self.store.list_leases().await {
+            Ok(leases) => leases,
+            Err(error) => {
+                tracing::warn!(%error, "listing the worker leases failed");
+                return None;
+            }
+        };
+        let worker_count = self.layout.worker_count();
+        leases
+            .into_iter()
+            .filter(|lease| lease.live)
+            .filter(|lease| match refusal {
+                Error::WorkerHeld { worker_id, .. } => lease.worker_id == *worker_id,
+                _ => lease.worker_id < worker_count,
+            })
+            .min_by_key(|lease| lease.expires_at_ms)
+    }
+}
+
+#[cfg(test)]
+#[path = "worker_wait_tests.rs"]
+mod worker_wait_tests;
+
 /// Removes and returns the lease with the lowest HWM: the one the clock reaches first.
 fn take_lowest_hwm(leases: &mut Vec<Lease>) -> Option<Lease> {
     let index = leases
@@ -307,7 +411,9 @@ pub struct LeaseKeeper {
 
 impl LeaseKeeper {
     /// Acquires a worker ID, confirms a first HWM and builds the generator. Fails when the
-    /// store refuses (no worker free, static ID held by another node, store down).
+    /// store refuses (store down, a static ID outside the layout), and when no worker ID is
+    /// free or the static one is held by another node after waiting `worker_wait` for a lease to
+    /// expire.
     pub async fn start(
         store: Arc<dyn WorkerLeases>,
         layout: Layout,
@@ -326,7 +432,7 @@ impl LeaseKeeper {
             snowflake,
         };
         let started = Stopwatch::start();
-        let holding = settings.acquire().await?;
+        let holding = settings.acquire_at_start().await?;
         Ok(Arc::new(Self {
             settings,
             current: ArcSwap::from_pointee(holding),

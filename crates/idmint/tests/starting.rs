@@ -1,0 +1,448 @@
+//! What `idmint serve` does before it serves (issue 10), against the real binary on SQLite and
+//! PostgreSQL:
+//! - a wrong setting or a listen port in use stops it before it touches the store: no store
+//!   file is created and no worker lease row is written, and the error is one line naming the
+//!   setting;
+//! - a node started while its only worker ID is held by a node killed a moment ago waits for
+//!   that lease to expire (`--worker-wait`) and then serves IDs above the killed node's; with a
+//!   wait too short it fails naming the lease it waited for and how long it waited.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use idmint_store::StoreOptions;
+
+/// A layout with a single worker ID: no worker field.
+const ONE_WORKER: &str = "time:41@1ms,seq:12";
+
+/// Short leases, so a killed node's worker ID comes free within seconds.
+const SHORT_LEASE: [&str; 6] = [
+    "--lease-ttl",
+    "3s",
+    "--lease-renew",
+    "1s",
+    "--hwm-lead",
+    "2s",
+];
+
+/// The PostgreSQL server of `scripts/with-stores`.
+fn postgres_url() -> String {
+    std::env::var("IDMINT_TEST_POSTGRES_URL")
+        .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test")
+}
+
+/// A namespace no other test or earlier run used: its tables start empty.
+fn fresh_namespace(label: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis()
+        % 1_000_000_000;
+    format!(
+        "s{label}_{now}_{}_{}",
+        std::process::id() % 100_000,
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A folder that does not exist yet, for a store file that must not be created.
+fn fresh_folder(label: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-start-tests");
+    std::fs::create_dir_all(&root).unwrap();
+    let folder = root.join(format!(
+        "{label}-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&folder);
+    folder
+}
+
+/// An `idmint serve` process and its log, read on a thread as it comes.
+struct Node {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    log: Vec<String>,
+}
+
+impl Node {
+    /// Starts `idmint serve` with `args` (OS-chosen ports unless `args` gives them), in `cwd`
+    /// when given.
+    fn spawn(args: &[&str], cwd: Option<&PathBuf>) -> Self {
+        let mut command = common::idmint_command();
+        command.arg("serve").args(args);
+        for port in ["--http", "--resp"] {
+            if !args.contains(&port) {
+                command.args([port, "127.0.0.1:0"]);
+            }
+        }
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            lines,
+            log: Vec::new(),
+        }
+    }
+
+    /// Waits (at most 60 s) until it serves, returning the `idmint serving` line, or until it
+    /// exits, returning its status.
+    fn serving_or_exit(&mut self) -> Result<String, ExitStatus> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.lines.recv_timeout(Duration::from_millis(20)) {
+                Ok(line) => {
+                    let serving = line.contains("idmint serving");
+                    self.log.push(line.clone());
+                    if serving {
+                        return Ok(line);
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(self.child.wait().unwrap());
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "idmint serve neither served nor exited within 60 s:\n{}",
+                self.log_text()
+            );
+        }
+    }
+
+    /// Asserts it exits without serving, with `status`, and returns its log.
+    fn refused(mut self, status: i32) -> String {
+        match self.serving_or_exit() {
+            Ok(_) => panic!("idmint serve started:\n{}", self.log_text()),
+            Err(exit) => assert_eq!(exit.code(), Some(status), "{}", self.log_text()),
+        }
+        self.log_text()
+    }
+
+    /// `http://ADDR` from the `idmint serving` line.
+    fn http(serving: &str) -> String {
+        let start = serving.find("http=").unwrap() + "http=".len();
+        let address = serving[start..].split_whitespace().next().unwrap();
+        format!("http://{address}")
+    }
+
+    fn log_text(&self) -> String {
+        self.log.join("\n")
+    }
+
+    /// SIGKILL: no release, so the worker lease stays live until it expires.
+    fn kill9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// SIGTERM, and a clean exit within 20 s.
+    fn stop(mut self) {
+        let pid = self.child.id().to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "idmint serve exited with {status}");
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "idmint serve did not stop within 20 s of SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The one `error:` line of a refused start's log, checked to contain every one of `needles`.
+fn error_line(log: &str, needles: &[&str]) -> String {
+    let errors: Vec<&str> = log.lines().filter(|l| l.starts_with("error: ")).collect();
+    assert_eq!(errors.len(), 1, "one error line expected:\n{log}");
+    for needle in needles {
+        assert!(errors[0].contains(needle), "`{needle}` missing:\n{log}");
+    }
+    errors[0].to_owned()
+}
+
+/// `count` snowflakes from the node at `http`.
+async fn snowflakes(http: &str, count: u64) -> Vec<u64> {
+    let body: serde_json::Value = reqwest::get(format!("{http}/v1/snowflake?count={count}"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().parse().unwrap())
+        .collect()
+}
+
+/// Starts a node whose `which` port (`--http` or `--resp`) another socket holds; it must exit
+/// with status 1 and one line naming the setting, the address and the cause, once, having
+/// opened no store. Returns nothing: the callers check the store.
+fn refused_for_a_port_in_use(which: &str, store: &str, namespace: &str) {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let node = Node::spawn(
+        &["--store", store, "--namespace", namespace, which, &address],
+        None,
+    );
+    let log = node.refused(1);
+    let what = if which == "--http" {
+        "HTTP"
+    } else {
+        "Redis protocol"
+    };
+    error_line(
+        &log,
+        &[
+            &format!("error: {which}: cannot listen for {what} on {address}: "),
+            "in use",
+        ],
+    );
+    assert_eq!(
+        log.matches("in use").count(),
+        1,
+        "the cause is said once:\n{log}"
+    );
+    assert!(
+        !log.contains("store opened") && !log.contains("worker lease acquired"),
+        "{log}"
+    );
+}
+
+#[test]
+fn a_port_in_use_stops_the_node_before_the_store_file_is_created() {
+    for which in ["--http", "--resp"] {
+        let folder = fresh_folder("port-in-use");
+        let store = format!("sqlite://{}/idmint.db", folder.display());
+        refused_for_a_port_in_use(which, &store, "idmint");
+        assert!(!folder.exists(), "{which}: the store's folder was created");
+    }
+}
+
+#[tokio::test]
+async fn a_port_in_use_writes_no_worker_lease_on_postgres() {
+    let url = postgres_url();
+    for which in ["--http", "--resp"] {
+        let namespace = fresh_namespace("port");
+        refused_for_a_port_in_use(which, &url, &namespace);
+        let options = StoreOptions {
+            namespace: namespace.clone(),
+            ..StoreOptions::default()
+        };
+        let store = idmint_store::open(&url, &options).await.unwrap();
+        let leases = store.leases.list_leases().await.unwrap();
+        assert!(
+            leases.is_empty(),
+            "{which}: a lease was written: {leases:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_settings_are_refused_before_the_store_file_is_created() {
+    let folder = fresh_folder("bad-settings");
+    let store = format!("sqlite://{}/idmint.db", folder.display());
+    // Each refused with exit status 2 and a line naming the setting.
+    let cases: [(&[&str], &[&str]); 5] = [
+        (
+            &["--layout", ONE_WORKER, "--worker-id", "1"],
+            &["--worker-id: 1 given but the layout has no `worker` field"],
+        ),
+        (
+            &["--datacenter", "1"],
+            &["--datacenter: 1 given but the layout has no `dc` field"],
+        ),
+        (
+            &[
+                "--layout",
+                "time:41@1ms,dc:1,worker:9,seq:12",
+                "--datacenter",
+                "2",
+            ],
+            &["--datacenter: 2 does not fit in 1 bits"],
+        ),
+        (&["--epoch", "2100-01-01"], &["--epoch: ", "in the future"]),
+        (&["--http", "localhost"], &["--http: `localhost`"]),
+    ];
+    for (args, needles) in cases {
+        let mut all = vec!["--store", store.as_str()];
+        all.extend(args);
+        let log = Node::spawn(&all, None).refused(2);
+        error_line(&log, needles);
+        assert!(!folder.exists(), "{args:?}: the store's folder was created");
+    }
+    let refused_store = format!("{store}?mode=ro");
+    let log = Node::spawn(&["--store", &refused_store], None).refused(2);
+    error_line(&log, &["--store: ", "no query parameters"]);
+    assert!(!folder.exists());
+}
+
+/// `sqlite://user:pw@/path` once created a folder named `user:pw@` in the working folder.
+#[test]
+fn a_sqlite_url_with_credentials_is_refused_without_showing_the_password() {
+    let cwd = fresh_folder("credentials");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let target = fresh_folder("credentials-target");
+    let url = format!("sqlite://user:secret@{}/idmint.db", target.display());
+    let log = Node::spawn(&["--store", &url], Some(&cwd)).refused(2);
+    let line = error_line(&log, &["--store: ", "no user, password or host"]);
+    assert!(!line.contains("secret"), "{line}");
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "something was created"
+    );
+    assert!(!target.exists());
+}
+
+/// Node A holds the only worker ID and is killed; node B, started right after, waits for A's
+/// lease to expire, then serves IDs above A's.
+async fn a_node_waits_for_a_killed_nodes_worker_id(store: &str) {
+    let namespace = fresh_namespace("wait");
+    let mut args = vec!["--store", store, "--namespace", &namespace];
+    args.extend(["--layout", ONE_WORKER]);
+    args.extend(SHORT_LEASE);
+    let mut a_args = args.clone();
+    a_args.extend(["--node-name", "wait-a"]);
+    let mut a = Node::spawn(&a_args, None);
+    let serving = a.serving_or_exit().unwrap();
+    let before = snowflakes(&Node::http(&serving), 1_000).await;
+    a.kill9();
+
+    let killed = Instant::now();
+    let mut b_args = args.clone();
+    b_args.extend(["--node-name", "wait-b", "--worker-wait", "10s"]);
+    let mut b = Node::spawn(&b_args, None);
+    let serving = b
+        .serving_or_exit()
+        .unwrap_or_else(|status| panic!("B exited with {status}:\n{}", b.log_text()));
+    let took = killed.elapsed();
+    assert!(took < Duration::from_secs(10), "B took {took:?}");
+    let log = b.log_text();
+    let waiting = log
+        .lines()
+        .find(|l| l.contains("waiting for this worker lease to expire"))
+        .unwrap_or_else(|| panic!("B did not say it waited:\n{log}"));
+    for needle in [
+        "worker_id=0",
+        "holder=wait-a",
+        "expires_at=20",
+        "no worker ID free",
+    ] {
+        assert!(waiting.contains(needle), "`{needle}` missing: {waiting}");
+    }
+    assert!(serving.contains("worker_id=0"), "{serving}");
+    let after = snowflakes(&Node::http(&serving), 1_000).await;
+    let last_of_a = before.iter().max().unwrap();
+    assert!(
+        after.iter().all(|id| id > last_of_a),
+        "B issued an ID at or below A's last ({last_of_a})"
+    );
+    b.stop();
+}
+
+#[tokio::test]
+async fn a_node_waits_for_a_killed_nodes_worker_id_on_sqlite() {
+    let store = common::sqlite_url("worker-wait");
+    a_node_waits_for_a_killed_nodes_worker_id(&store).await;
+}
+
+#[tokio::test]
+async fn a_node_waits_for_a_killed_nodes_worker_id_on_postgres() {
+    a_node_waits_for_a_killed_nodes_worker_id(&postgres_url()).await;
+}
+
+/// Node A holds the only worker ID and keeps it; node B gives up after its `--worker-wait`
+/// (or at once with 0), naming the lease it waited for and how long it waited.
+fn a_node_gives_up_after_its_worker_wait(store: &str) {
+    let namespace = fresh_namespace("giveup");
+    let mut args = vec!["--store", store, "--namespace", &namespace];
+    args.extend(["--layout", ONE_WORKER]);
+    args.extend(SHORT_LEASE);
+    let mut a_args = args.clone();
+    a_args.extend(["--node-name", "giveup-a"]);
+    let mut a = Node::spawn(&a_args, None);
+    a.serving_or_exit().unwrap();
+
+    let mut b_args = args.clone();
+    b_args.extend(["--node-name", "giveup-b"]);
+    let mut waiting_args = b_args.clone();
+    waiting_args.extend(["--worker-wait", "1s"]);
+    let started = Instant::now();
+    let log = Node::spawn(&waiting_args, None).refused(1);
+    let took = started.elapsed();
+    assert!(took >= Duration::from_secs(1), "B gave up after {took:?}");
+    error_line(
+        &log,
+        &[
+            "error: no worker ID free: all 1 are held by live nodes; waited 1.",
+            "(worker_wait) for a worker lease to expire; the first to expire, worker 0's held by `giveup-a`, runs until 20",
+        ],
+    );
+    assert!(
+        log.contains("waiting for this worker lease to expire"),
+        "{log}"
+    );
+
+    // A static worker ID and no wait: refused at once.
+    b_args.extend(["--worker-wait", "0", "--worker-id", "0"]);
+    let log = Node::spawn(&b_args, None).refused(1);
+    error_line(
+        &log,
+        &["error: worker ID 0 is held by live node `giveup-a`; waited 0.0s (worker_wait)"],
+    );
+    assert!(!log.contains("waiting for"), "{log}");
+    a.stop();
+}
+
+#[test]
+fn a_node_gives_up_after_its_worker_wait_on_sqlite() {
+    a_node_gives_up_after_its_worker_wait(&common::sqlite_url("worker-wait-gives-up"));
+}
+
+#[test]
+fn a_node_gives_up_after_its_worker_wait_on_postgres() {
+    a_node_gives_up_after_its_worker_wait(&postgres_url());
+}
