@@ -5,7 +5,7 @@
 //! both unique across processes (a fenced high-water mark per worker ID, atomic range
 //! allocation per tag). Stores, servers and the CLI build on these pieces.
 //!
-//! The invariants this crate upholds are written in DESIGN.md, "Uniqueness" and "Clock model":
+//! The invariants this crate upholds are written in docs/ARCHITECTURE.md, "Uniqueness" and "Clock model":
 //! an ID is never issued twice, never above the high-water mark the store confirmed, never past
 //! the end of its layout, and no clock step, backwards or forwards, changes that.
 

@@ -16,7 +16,7 @@ use idmint_core::{Layout, SnowflakeConfig};
 use crate::error::ServerError;
 use crate::ids::{IdsConfig, LeaseConfig, SegmentOptions};
 
-/// The layout when none is given: DESIGN.md's example, 1,024 workers, 4,096 IDs per ms each.
+/// The layout when none is given: 41 bits of milliseconds, 1,024 workers, 4,096 IDs per ms each.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 
 /// One layer of settings: every field optional. The TOML file deserializes into this, with the

@@ -1,6 +1,6 @@
 //! # idmint-store
 //!
-//! The stores behind idmint's uniqueness (DESIGN.md, "Uniqueness"): atomic range allocation per
+//! The stores behind idmint's uniqueness (docs/ARCHITECTURE.md, "Uniqueness"): atomic range allocation per
 //! tag and fenced worker leases, implementing [`SegmentStore`] and [`WorkerLeases`] of
 //! `idmint-core` on SQLite (the embedded default, no set-up), PostgreSQL, MySQL/MariaDB and
 //! Redis. Each backend sits behind a cargo feature and is chosen by URL with [`open`]:

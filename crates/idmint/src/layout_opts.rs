@@ -11,7 +11,7 @@ use idmint_core::Layout;
 
 use crate::error::InputError;
 
-/// The layout used when none is given: the example of DESIGN.md, 41 bits of milliseconds
+/// The layout used when none is given: 41 bits of milliseconds
 /// (69 years from the default epoch, 2025-01-01), 1,024 workers, 4,096 IDs per ms per worker.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 

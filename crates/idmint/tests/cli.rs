@@ -420,7 +420,7 @@ fn help_works() {
     assert!(out.contains("<ID>") && out.contains("--json"), "{out}");
 }
 
-/// `idmint serve --help` names every setting with its variable (DESIGN.md's contract, and the
+/// `idmint serve --help` names every setting with its variable (the external contract, and the
 /// ones added since), so `--help` is the reference an operator needs.
 #[test]
 fn serve_help_documents_every_setting() {

@@ -31,7 +31,7 @@ impl Default for SnowflakeConfig {
     }
 }
 
-/// The bounds a worker lease puts on a generator (DESIGN.md, "fenced high-water mark").
+/// The bounds a worker lease puts on a generator (docs/ARCHITECTURE.md, "Uniqueness", 1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Fence {
     /// The highest tick any earlier holder of the worker ID may have used; the generator starts

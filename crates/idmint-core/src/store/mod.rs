@@ -1,6 +1,6 @@
 //! The store traits: what idmint needs from a database to keep IDs unique across processes.
 //!
-//! Two invariants live here (DESIGN.md, "Uniqueness"):
+//! Two invariants live here (docs/ARCHITECTURE.md, "Uniqueness"):
 //! - [`SegmentStore::allocate`] hands out `[max_id, max_id + step)` and advances `max_id` in one
 //!   atomic operation, so two ranges never overlap, whatever crashes in between;
 //! - [`WorkerLeases`] fences every holder of a worker ID with a token and a high-water mark

@@ -1,6 +1,6 @@
 //! The worker lease of this node, and the snowflake generator it fences.
 //!
-//! The invariant (DESIGN.md, "Uniqueness", 1): a node issues only ticks at or below the HWM the
+//! The invariant (docs/ARCHITECTURE.md, "Uniqueness", 1): a node issues only ticks at or below the HWM the
 //! store confirmed for its lease token, and a new holder starts strictly above the stored HWM.
 //! So the keeper:
 //! - on acquire, confirms an HWM ahead of its start point *before* building the generator, which
@@ -25,7 +25,7 @@ use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenera
 use tokio::sync::{watch, Mutex};
 
 /// What a node does when the worker ID it was given has a high-water mark further ahead of its
-/// clock than `max_lead` (DESIGN.md, "Clock model"): typically a restart after the clock
+/// clock than `max_lead` (docs/ARCHITECTURE.md, "Clock model"): typically a restart after the clock
 /// stepped back, where the previous run issued IDs up to a time this clock has not reached.
 /// Uniqueness holds under every policy (the generator starts above the HWM); they differ in
 /// what is given up while the clock is behind.
