@@ -267,6 +267,8 @@ impl SqliteStore {
             .map_err(|e| sql_error("starting a write", e))
     }
 
+    /// Takes a range in one write transaction: a full step with one `UPDATE`, else (the tag is
+    /// near its end, or unknown) the rest, decided under the same write lock.
     async fn allocate_now(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
         let err = |e| sql_error("allocating a segment", e);
         // `max_id` (the next ID) never passes MAX_SEGMENT_ID: SQLite would turn an integer
@@ -280,20 +282,47 @@ impl SqliteStore {
             .fetch_optional(&mut *tx)
             .await
             .map_err(err)?;
-        let Some(end) = end else {
-            let exists: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
-                .bind(tag.as_str())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(err)?;
-            return Err(match exists {
-                None => Error::UnknownTag(tag.to_string()),
-                Some(_) => Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")),
-            });
+        let range = match end {
+            Some(end) => rows::full_step(tag, to_u64("max_id", end)?, step)?,
+            None => self.allocate_rest(&mut tx, tag, step).await?,
         };
         tx.commit().await.map_err(err)?;
-        let end = to_u64("max_id", end)?;
-        Ok(end - step..end)
+        Ok(range)
+    }
+
+    /// The tag's last range, `[max_id, MAX_SEGMENT_ID)`, when a full step no longer fits:
+    /// read and written inside the caller's write transaction, whose lock (taken at `BEGIN
+    /// IMMEDIATE`) keeps every other process out between the two, so racing nodes never get
+    /// overlapping ranges.
+    async fn allocate_rest(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        tag: &Tag,
+        step: u64,
+    ) -> Result<Range<u64>> {
+        let err = |e| sql_error("allocating the end of a tag", e);
+        let max_id: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+            .bind(tag.as_str())
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(err)?;
+        let max_id = max_id.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+        let range = rows::range_from(tag, to_u64("max_id", max_id)?, step)?;
+        // The give-back statement is a compare-and-set of `max_id`; here it moves it up.
+        let moved = sqlx::query(q(&self.sql.give_back))
+            .bind(to_i64("end", range.end)?)
+            .bind(tag.as_str())
+            .bind(max_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(err)?
+            .rows_affected();
+        if moved != 1 {
+            return Err(Error::StoreConflict(format!(
+                "tag `{tag}` changed while its end was allocated"
+            )));
+        }
+        Ok(range)
     }
 
     async fn acquire_now(&self, request: &LeaseRequest) -> Result<Lease> {
