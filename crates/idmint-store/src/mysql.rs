@@ -222,14 +222,23 @@ fn q(sql: &Arc<str>) -> AssertSqlSafe<Arc<str>> {
 /// client disconnected for inactivity (MySQL 4031).
 const TRANSIENT_ERRORS: [u16; 9] = [1040, 1053, 1205, 1213, 1317, 1927, 1969, 3024, 4031];
 
+/// MySQL error numbers that mean the stored data is damaged: a table's index file is broken
+/// (`ER_NOT_KEYFILE`, 1034), a table is marked as crashed (`ER_CRASHED_ON_USAGE`, 1194;
+/// `ER_CRASHED_ON_REPAIR`, 1195), an index is corrupted (`ER_INDEX_CORRUPT`, 1712). The same
+/// numbers in MySQL and MariaDB.
+const CORRUPTION_ERRORS: [u16; 4] = [1034, 1194, 1195, 1712];
+
 /// Maps a driver error like [`sql_error`], also treating as retryable the MySQL errors of
-/// [`TRANSIENT_ERRORS`] (MySQL reports most of them under the generic SQLSTATE `HY000`, so
-/// they are told apart by number).
+/// [`TRANSIENT_ERRORS`] and as corrupt those of [`CORRUPTION_ERRORS`] (MySQL reports most of
+/// them under the generic SQLSTATE `HY000`, so they are told apart by number).
 fn my_error(what: &str, error: sqlx::Error) -> Error {
     if let sqlx::Error::Database(db) = &error {
         if let Some(my) = db.try_downcast_ref::<MySqlDatabaseError>() {
             if TRANSIENT_ERRORS.contains(&my.number()) {
                 return Error::StoreUnavailable(format!("{what}: {db}"));
+            }
+            if CORRUPTION_ERRORS.contains(&my.number()) {
+                return Error::StoreCorrupt(format!("{what}: {db}"));
             }
         }
     }
