@@ -4,6 +4,7 @@
 //! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
+mod corruption;
 mod lease_keeper;
 mod segments;
 
@@ -16,6 +17,7 @@ use idmint_core::snowflake::Reservation;
 use idmint_core::{Clock, DecodedId, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag};
 use idmint_store::Store;
 
+pub use self::corruption::CorruptionLatch;
 pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 
@@ -40,6 +42,8 @@ pub struct Ids {
     keeper: Arc<LeaseKeeper>,
     segments: SegmentRegistry,
     store: Store,
+    /// The first damage any store call of this node reported (see `corruption`).
+    corruption: Arc<CorruptionLatch>,
     layout: Layout,
     max_wait: Duration,
     max_lead: Duration,
@@ -48,12 +52,15 @@ pub struct Ids {
 
 impl Ids {
     /// Takes a worker lease and starts renewing it. Fails when no worker ID can be had or the
-    /// store refuses.
+    /// store refuses. Every store call of the service, from then on, is watched for damaged
+    /// data ([`store_corrupt`](Self::store_corrupt)).
     pub async fn start(
         config: IdsConfig,
         store: Store,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
+        let corruption = Arc::new(CorruptionLatch::default());
+        let store = corruption::watched(store, &corruption);
         let keeper = LeaseKeeper::start(
             Arc::clone(&store.leases),
             config.layout.clone(),
@@ -74,6 +81,7 @@ impl Ids {
             keeper,
             segments,
             store,
+            corruption,
             layout: config.layout,
             max_wait: config.snowflake.max_wait,
             max_lead: config.snowflake.max_lead,
@@ -129,6 +137,13 @@ impl Ids {
     pub fn snowflake_clock_behind_ms(&self) -> u64 {
         let lead_ms = self.keeper.holding().generator.lead_ms();
         lead_ms.saturating_sub(idmint_core::clock::duration_ms(self.max_lead))
+    }
+
+    /// The store's message when any store call of this node reported damaged data
+    /// ([`Error::StoreCorrupt`](idmint_core::Error::StoreCorrupt)): from then on until the
+    /// process restarts, `/readyz` fails with it.
+    pub fn store_corrupt(&self) -> Option<&str> {
+        self.corruption.reason()
     }
 
     /// `count` segment IDs of `tag`, as ascending runs.
