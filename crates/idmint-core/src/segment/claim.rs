@@ -97,7 +97,7 @@ impl SegmentBuffer {
     }
 
     /// Whether generation `gen` is the current segment and the tag's last. Takes the lock: only
-    /// called when a run does not fit, at most once per segment boundary of a caller.
+    /// called when a run does not fit in what the segment has left, at a segment boundary.
     #[cold]
     fn is_last_segment(&self, gen: u32) -> bool {
         let control = self.control();

@@ -32,8 +32,9 @@ pub const MAX_SEGMENT_ID: u64 = i64::MAX as u64;
 /// no longer fits, so the last IDs of a tag are served too. `None` when nothing is left
 /// (`max_id >= MAX_SEGMENT_ID`): the tag is exhausted.
 ///
-/// Every backend decides with this one rule, from the `max_id` it read under the same lock or
-/// in the same atomic step as its write, so all of them cut the last range identically.
+/// Every backend follows this one rule, deciding from the `max_id` its write is conditioned on
+/// (in one statement, a compare-and-set, a write lock or a script), so all of them cut the
+/// last range identically and racing nodes never overlap.
 pub fn range_at(max_id: u64, step: u64) -> Option<Range<u64>> {
     (max_id < MAX_SEGMENT_ID).then(|| max_id..max_id.saturating_add(step).min(MAX_SEGMENT_ID))
 }
