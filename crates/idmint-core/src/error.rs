@@ -185,6 +185,27 @@ pub enum Error {
     #[error("tag `{0}` already exists")]
     TagExists(String),
 
+    /// The tag has reached the end of its ID space: the IDs left before
+    /// [`MAX_SEGMENT_ID`](crate::store::MAX_SEGMENT_ID) (none, or fewer than a request that
+    /// must be served whole needs) cannot serve the call. Not retryable: the end never moves.
+    /// A distinct error, rather than a store refusal, so clients and operators can tell a tag
+    /// that is used up (start a new tag) from a store in trouble.
+    #[error(
+        "tag `{tag}` is exhausted: too few IDs are left below its end (the last ID is \
+         {last_id}) to serve this request",
+        last_id = crate::store::MAX_SEGMENT_ID - 1
+    )]
+    TagExhausted {
+        /// The tag.
+        tag: String,
+    },
+
+    /// The store's data is damaged (a corrupt SQLite page, PostgreSQL `data_corrupted`, a
+    /// broken MySQL table file). Not retryable: the same call fails again, and other calls may
+    /// read wrong data, so a node that sees it reports itself not ready until restarted. The
+    /// operator restores the store from a backup.
+    #[error("store corrupt: {0}")]
+    StoreCorrupt(String),
     /// A node's layout, epoch or datacenter differs from the ID space the store pins for its
     /// namespace: under other settings its ticks would become other values, and the fenced
     /// high-water mark could no longer keep them unique.
@@ -240,7 +261,8 @@ fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
 
 impl Error {
     /// True when the same call may succeed later without any change by the caller: a bounded
-    /// wait ran out, or the store is down. Bad input and exhausted layouts are not retryable.
+    /// wait ran out, or the store is down. Bad input, exhausted layouts and tags, and a corrupt
+    /// store are not retryable.
     pub fn is_retryable(&self) -> bool {
         if let Error::WorkerWaitRanOut { cause, .. } = self {
             return cause.is_retryable();

@@ -4,7 +4,8 @@
 //!
 //! Metrics: `idmint_store_call_seconds{op}` (latency of every call) and
 //! `idmint_store_errors_total{op,kind}` with `kind` one of `unavailable`, `conflict`, `lease_lost`,
-//! `invalid`, `refused` (an answer the caller acts on, such as an unknown tag).
+//! `invalid`, `corrupt` (damaged data), `refused` (an answer the caller acts on, such as an
+//! unknown or exhausted tag).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -48,6 +49,7 @@ fn record<T>(op: &'static str, elapsed: Duration, result: &Result<T>) {
             Error::StoreConflict(_) => "conflict",
             Error::LeaseLost { .. } => "lease_lost",
             Error::StoreInvalid(_) => "invalid",
+            Error::StoreCorrupt(_) => "corrupt",
             _ => "refused",
         };
         metrics::counter!(STORE_ERRORS, "op" => op, "kind" => kind).increment(1);

@@ -671,6 +671,99 @@ async fn leaf_paths_answer_like_leaf() {
     server.stop().await;
 }
 
+/// The last segment ID there is: `MAX_SEGMENT_ID - 1`.
+const LAST_ID: u64 = 9_223_372_036_854_775_806;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_is_served_to_its_last_id_then_409_tag_exhausted() {
+    let server = Server::start(Setup {
+        admin_token: Some(TOKEN),
+        ..Setup::default()
+    })
+    .await;
+    let put = |body: String| {
+        let server = &server;
+        async move {
+            server
+                .admin(Method::PUT, "/v1/tags/end")
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    // A tag cannot start with nothing left; it can start with 5 IDs left.
+    let none_left = format!(r#"{{"first_id": {}}}"#, LAST_ID + 1);
+    assert_error(put(none_left).await, 400, "invalid_first_id").await;
+    let created = put(format!(r#"{{"first_id": {}}}"#, LAST_ID - 4)).await;
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let created: Value = created.json().await.unwrap();
+    assert_eq!(created["max_id"], (LAST_ID - 4).to_string());
+    // Updating its step is fine; `first_id` on an existing tag is still a conflict.
+    assert_eq!(
+        ok_json(put(r#"{"step": 10}"#.into()).await).await["step"],
+        10
+    );
+    assert_error(put(r#"{"first_id": 1}"#.into()).await, 409, "tag_exists").await;
+
+    // Requests that need more than is left fail whole and take nothing.
+    let lease = "/v1/segment/end/lease?size=6";
+    assert_error(server.send(Method::POST, lease).await, 409, "tag_exhausted").await;
+    assert_error(
+        server.get("/v1/segment/end?count=6").await,
+        409,
+        "tag_exhausted",
+    )
+    .await;
+    let ids = ids_of(&ok_json(server.get("/v1/segment/end?count=2").await).await);
+    assert_eq!(ids, vec![LAST_ID - 4, LAST_ID - 3]);
+    let run = ok_json(
+        server
+            .send(Method::POST, "/v1/segment/end/lease?size=2")
+            .await,
+    )
+    .await;
+    assert_eq!(run["start"], (LAST_ID - 2).to_string());
+    assert_eq!(run["end"], LAST_ID.to_string());
+    let leaf = server.get("/api/segment/get/end").await;
+    assert_eq!(leaf.status(), StatusCode::OK);
+    assert_eq!(leaf.text().await.unwrap(), LAST_ID.to_string());
+
+    // Then every route says so, at once, in the usual JSON body.
+    let exhausted = server.get("/v1/segment/end").await;
+    let text = exhausted.text().await.unwrap();
+    let body: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(body["error"]["code"], "tag_exhausted", "{text}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("`end`") && message.contains(&LAST_ID.to_string()),
+        "{message}"
+    );
+    assert_error(server.get("/v1/segment/end").await, 409, "tag_exhausted").await;
+    assert_error(
+        server.get("/api/segment/get/end").await,
+        409,
+        "tag_exhausted",
+    )
+    .await;
+    let lease = "/v1/segment/end/lease?size=1";
+    assert_error(server.send(Method::POST, lease).await, 409, "tag_exhausted").await;
+    let info = ok_json(
+        server
+            .admin(Method::GET, "/v1/tags/end")
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(info["max_id"], (LAST_ID + 1).to_string());
+    // A used-up tag says nothing about the node: it stays ready, other tags are served.
+    ok_json(server.get("/readyz").await).await;
+    ok_json(server.get("/v1/segment/other").await).await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_readiness_and_shutdown() {
     let server = Server::start(Setup::default()).await;

@@ -550,6 +550,48 @@ async fn service_errors_are_err_or_tryagain() {
     server.stop().await;
 }
 
+/// The last segment ID there is: `MAX_SEGMENT_ID - 1`.
+const LAST_ID: i64 = 9_223_372_036_854_775_806;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tag_is_served_to_its_last_id_then_err_tag_exhausted() {
+    let server = Server::open().await;
+    let settings = idmint_core::store::TagSettings {
+        first_id: LAST_ID as u64 - 4,
+        ..Default::default()
+    };
+    let end = idmint_core::Tag::new("end").unwrap();
+    let segments = &server.ids.store().segments;
+    segments.create_tag(&end, &settings).await.unwrap();
+    let mut con = server.client().await;
+    let exhausted = |(code, message): (String, String)| {
+        assert_eq!(code, "ERR", "{message}");
+        assert!(message.contains("tag_exhausted"), "{message}");
+        assert!(message.contains(&LAST_ID.to_string()), "{message}");
+    };
+    // More than is left: refused whole, nothing taken.
+    exhausted(server_error(&mut con, &["INCRBY", "end", "6"]).await);
+    exhausted(server_error(&mut con, &["IDMINT.NEXT", "end", "COUNT", "6"]).await);
+    assert_eq!(ok::<i64>(&mut con, &["INCR", "end"]).await, LAST_ID - 4);
+    assert_eq!(
+        ok::<i64>(&mut con, &["INCRBY", "end", "2"]).await,
+        LAST_ID - 2
+    );
+    let rest: Vec<i64> = ok(&mut con, &["IDMINT.NEXT", "end", "COUNT", "2"]).await;
+    assert_eq!(rest, vec![LAST_ID - 1, LAST_ID]);
+    exhausted(server_error(&mut con, &["INCR", "end"]).await);
+    exhausted(server_error(&mut con, &["INCRBY", "end", "1"]).await);
+    exhausted(server_error(&mut con, &["IDMINT.NEXT", "end"]).await);
+    // On the wire: `-ERR` then the code, like the HTTP API's `error.code`.
+    let mut raw = server.raw().await;
+    raw.write_all(b"INCR end\r\n").await.unwrap();
+    let prefix = "-ERR tag_exhausted tag `end` is exhausted";
+    assert_eq!(read_exact_text(&mut raw, prefix.len()).await, prefix);
+    // Other tags are served as ever.
+    assert_eq!(ok::<i64>(&mut con, &["INCR", "other"]).await, 1);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_commands_are_refused_like_redis() {
     let server = Server::open().await;

@@ -1,5 +1,5 @@
 //! Every store call is bounded in time, and every driver error becomes a typed error of
-//! `idmint-core`: unavailable (the caller may retry), or invalid.
+//! `idmint-core`: unavailable (the caller may retry), corrupt (damaged data), or invalid.
 
 use std::future::Future;
 use std::time::Duration;
@@ -22,12 +22,16 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// Maps a sqlx error: anything about reaching the database is unavailable (retry); an error
-/// the database raised about the statement or data is invalid.
+/// Maps a sqlx error: anything about reaching the database is unavailable (retry); damaged
+/// data is corrupt; any other error the database raised about the statement or data is
+/// invalid.
 pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
     match error {
         sqlx::Error::Database(db) if is_transient(db.code().as_deref()) => {
             Error::StoreUnavailable(format!("{what}: {db}"))
+        }
+        sqlx::Error::Database(db) if is_corruption(db.as_ref()) => {
+            Error::StoreCorrupt(format!("{what}: {db}"))
         }
         sqlx::Error::Database(db) => Error::StoreInvalid(format!("{what}: {db}")),
         sqlx::Error::ColumnDecode { .. }
@@ -43,6 +47,37 @@ pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
 /// error wrappers.
 fn is_transient(code: Option<&str>) -> bool {
     matches!(code, Some("5" | "6" | "261" | "517" | "40001" | "40P01"))
+}
+
+/// Whether `error` is a database error that means the stored data is damaged (see
+/// [`is_corruption`]).
+#[cfg(feature = "sqlite")]
+pub(crate) fn is_corrupt(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db) if is_corruption(db.as_ref()))
+}
+
+/// Whether a database error means the stored data is damaged: SQLite's `SQLITE_CORRUPT` (11)
+/// and `SQLITE_NOTADB` (26), with their extended codes (the primary code is the low byte), and
+/// PostgreSQL's `data_corrupted` (XX001) and `index_corrupted` (XX002). MySQL reports its
+/// equivalents by error number (see the MySQL backend's wrapper).
+fn is_corruption(db: &dyn sqlx::error::DatabaseError) -> bool {
+    if is_sqlite(db) {
+        let code = db.code().and_then(|code| code.parse::<u32>().ok());
+        return code.is_some_and(|code| matches!(code & 0xFF, 11 | 26));
+    }
+    matches!(db.code().as_deref(), Some("XX001" | "XX002"))
+}
+
+/// Whether `db` is an error of SQLite, whose codes are numbers (others' are SQLSTATEs).
+#[cfg(feature = "sqlite")]
+fn is_sqlite(db: &dyn sqlx::error::DatabaseError) -> bool {
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+}
+
+/// Without SQLite support no error is SQLite's.
+#[cfg(not(feature = "sqlite"))]
+fn is_sqlite(_: &dyn sqlx::error::DatabaseError) -> bool {
+    false
 }
 
 /// A value read from the store as `i64`, checked to be non-negative.

@@ -8,8 +8,8 @@
 //!
 //! Every backend creates and migrates its own schema, checks at connect that it is durable
 //! (refusing one that is not, unless the caller opts out), bounds every call with a timeout and
-//! reports failures as the typed errors of `idmint-core`: unavailable (retry), conflict, or
-//! invalid.
+//! reports failures as the typed errors of `idmint-core`: unavailable (retry), conflict,
+//! corrupt (damaged data), or invalid.
 
 mod bounded;
 mod location;
@@ -92,7 +92,9 @@ pub struct Store {
 ///
 /// Fails with [`Error::StoreUnavailable`] naming the URL (password hidden) when the store cannot
 /// be reached, [`Error::StoreInvalid`] when it is not durable or its schema is newer than this
-/// binary knows, and [`Error::InvalidArgument`] for a URL of an unknown or disabled backend.
+/// binary knows, [`Error::StoreCorrupt`] when a SQLite file fails its integrity check (the
+/// message names the file, the problems and what to do), and [`Error::InvalidArgument`] for a
+/// URL of an unknown or disabled backend.
 pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
     options.validate()?;
     let location = Location::parse(url)?;

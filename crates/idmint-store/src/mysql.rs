@@ -7,7 +7,8 @@
 //! OK packet (its `last_insert_id`), so no second statement, transaction or connection state is
 //! involved: one round trip, atomic by construction. The statement always changes `max_id`
 //! (the step is at least 1), so its affected-rows count is 1 whether the server counts matched
-//! or changed rows.
+//! or changed rows. When a full step no longer fits, the tag's last range is taken with a
+//! compare-and-set of `max_id` from the value read.
 //!
 //! Affected rows: sqlx-mysql 0.9 asks for `CLIENT_FOUND_ROWS` (matched rows are counted), but a
 //! server may not grant it, and an `UPDATE` that writes the values a row already has then counts
@@ -78,9 +79,10 @@ struct Statements {
     /// Takes a range: step, tag, the largest `max_id` that still fits. The new `max_id` comes
     /// back as the statement's `last_insert_id`.
     allocate: Arc<str>,
-    /// Whether a tag exists (to tell an unknown tag from an exhausted one).
+    /// A tag's `max_id`, when a full step did not fit (absent for an unknown tag).
     max_id: Arc<str>,
-    /// Gives a tail back: new `max_id`, tag, expected `max_id`.
+    /// Compare-and-set of `max_id` (new, tag, expected): gives a tail back, or takes a tag's
+    /// last range.
     give_back: Arc<str>,
     /// Creates a tag (a duplicate key error when it exists).
     create_tag: Arc<str>,
@@ -251,14 +253,23 @@ fn q(sql: &Arc<str>) -> AssertSqlSafe<Arc<str>> {
 /// client disconnected for inactivity (MySQL 4031).
 const TRANSIENT_ERRORS: [u16; 9] = [1040, 1053, 1205, 1213, 1317, 1927, 1969, 3024, 4031];
 
+/// MySQL error numbers that mean the stored data is damaged: a table's index file is broken
+/// (`ER_NOT_KEYFILE`, 1034), a table is marked as crashed (`ER_CRASHED_ON_USAGE`, 1194;
+/// `ER_CRASHED_ON_REPAIR`, 1195), an index is corrupted (`ER_INDEX_CORRUPT`, 1712). The same
+/// numbers in MySQL and MariaDB.
+const CORRUPTION_ERRORS: [u16; 4] = [1034, 1194, 1195, 1712];
+
 /// Maps a driver error like [`sql_error`], also treating as retryable the MySQL errors of
-/// [`TRANSIENT_ERRORS`] (MySQL reports most of them under the generic SQLSTATE `HY000`, so
-/// they are told apart by number).
+/// [`TRANSIENT_ERRORS`] and as corrupt those of [`CORRUPTION_ERRORS`] (MySQL reports most of
+/// them under the generic SQLSTATE `HY000`, so they are told apart by number).
 fn my_error(what: &str, error: sqlx::Error) -> Error {
     if let sqlx::Error::Database(db) = &error {
         if let Some(my) = db.try_downcast_ref::<MySqlDatabaseError>() {
             if TRANSIENT_ERRORS.contains(&my.number()) {
                 return Error::StoreUnavailable(format!("{what}: {db}"));
+            }
+            if CORRUPTION_ERRORS.contains(&my.number()) {
+                return Error::StoreCorrupt(format!("{what}: {db}"));
             }
         }
     }
@@ -445,7 +456,7 @@ impl MysqlStore {
             .await
             .map_err(err)?;
         if done.rows_affected() != 1 {
-            return Err(self.not_allocated(tag).await);
+            return self.allocate_rest(tag, step).await;
         }
         let end = done.last_insert_id();
         let start = end
@@ -459,18 +470,35 @@ impl MysqlStore {
         Ok(start..end)
     }
 
-    /// Why an allocation changed no row: the tag is unknown, or the range would pass the
-    /// largest ID.
-    async fn not_allocated(&self, tag: &Tag) -> Error {
-        let exists: std::result::Result<Option<i64>, sqlx::Error> =
-            sqlx::query_scalar(q(&self.sql.max_id))
+    /// When a full step did not fit (or the tag is unknown): the tag's last range,
+    /// `[max_id, MAX_SEGMENT_ID)`, taken with a compare-and-set of `max_id` from the value
+    /// read, so it is ours only if nobody moved `max_id` in between (racing nodes never get
+    /// overlapping ranges); read again when somebody did. Each failed round means another
+    /// allocation succeeded, and the call's timeout bounds the whole. The compare-and-set
+    /// always changes the row (the range is never empty), so its affected-rows count is
+    /// trustworthy.
+    async fn allocate_rest(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        let err = |e| my_error("allocating the end of a tag", e);
+        loop {
+            let max_id: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
                 .bind(tag.as_str())
                 .fetch_optional(&self.pool)
-                .await;
-        match exists {
-            Ok(None) => Error::UnknownTag(tag.to_string()),
-            Ok(Some(_)) => Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")),
-            Err(e) => my_error("allocating a segment", e),
+                .await
+                .map_err(err)?;
+            let max_id = max_id.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+            let range = rows::range_from(tag, to_u64("max_id", max_id)?, step)?;
+            // The give-back statement is a compare-and-set of `max_id`; here it moves it up.
+            let moved = sqlx::query(q(&self.sql.give_back))
+                .bind(to_i64("end", range.end)?)
+                .bind(tag.as_str())
+                .bind(max_id)
+                .execute(&self.pool)
+                .await
+                .map_err(err)?
+                .rows_affected();
+            if moved == 1 {
+                return Ok(range);
+            }
         }
     }
 

@@ -2,7 +2,8 @@
 //!
 //! Atomicity: a segment is taken with one `UPDATE ... SET max_id = max_id + step ... RETURNING`,
 //! which PostgreSQL runs under the row's lock, so concurrent allocations on one tag queue behind
-//! each other and never see the same `max_id`. Lease writes are single statements conditioned on
+//! each other and never see the same `max_id`. When a full step no longer fits, the tag's last
+//! range is taken with a compare-and-set of `max_id` from the value read. Lease writes are single statements conditioned on
 //! the fencing token. A lease acquisition reads the lease table and then writes one row, so it is
 //! serialized across nodes: it runs in a transaction that first takes a transaction-scoped
 //! advisory lock derived from the namespace (`pg_advisory_xact_lock`), released by the commit or
@@ -50,9 +51,10 @@ const MAX_CONNECTIONS: u32 = 8;
 struct Statements {
     /// Takes a range: `$1` step, `$2` tag, `$3` the largest `max_id` that still fits.
     allocate: Arc<str>,
-    /// Whether a tag exists (to tell an unknown tag from an exhausted one).
+    /// A tag's `max_id`, when a full step did not fit (absent for an unknown tag).
     max_id: Arc<str>,
-    /// Gives a tail back: `$1` new `max_id`, `$2` tag, `$3` expected `max_id`.
+    /// Compare-and-set of `max_id` (`$1` new, `$2` tag, `$3` expected): gives a tail back, or
+    /// takes a tag's last range.
     give_back: Arc<str>,
     /// Creates a tag unless it exists, returning the new row.
     create_tag: Arc<str>,
@@ -403,32 +405,42 @@ impl PostgresStore {
             .fetch_optional(&self.pool)
             .await
             .map_err(err)?;
-        let Some(end) = end else {
-            return Err(self.not_allocated(tag).await);
-        };
-        let end = to_u64("max_id", end)?;
-        let start = end
-            .checked_sub(step)
-            .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` has max_id {end}")))?;
-        Ok(start..end)
-    }
-
-    /// Why an allocation changed no row: the tag is unknown, or the range would pass the
-    /// largest ID.
-    async fn not_allocated(&self, tag: &Tag) -> Error {
-        let exists: std::result::Result<Option<i64>, sqlx::Error> =
-            sqlx::query_scalar(q(&self.sql.max_id))
-                .bind(tag.as_str())
-                .fetch_optional(&self.pool)
-                .await;
-        match exists {
-            Ok(None) => Error::UnknownTag(tag.to_string()),
-            Ok(Some(_)) => Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")),
-            Err(e) => pg_error("allocating a segment", e),
+        match end {
+            Some(end) => rows::full_step(tag, to_u64("max_id", end)?, step),
+            None => self.allocate_rest(tag, step).await,
         }
     }
 
-    /// Chooses and takes a worker ID in one transaction, under the namespace's advisory lock.
+    /// When a full step did not fit (or the tag is unknown): the tag's last range,
+    /// `[max_id, MAX_SEGMENT_ID)`, taken with a compare-and-set of `max_id` from the value
+    /// read, so it is ours only if nobody moved `max_id` in between (racing nodes never get
+    /// overlapping ranges); read again when somebody did. Each failed round means another
+    /// allocation succeeded, and the call's timeout bounds the whole.
+    async fn allocate_rest(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        let err = |e| pg_error("allocating the end of a tag", e);
+        loop {
+            let max_id: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+                .bind(tag.as_str())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(err)?;
+            let max_id = max_id.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+            let range = rows::range_from(tag, to_u64("max_id", max_id)?, step)?;
+            // The give-back statement is a compare-and-set of `max_id`; here it moves it up.
+            let moved = sqlx::query(q(&self.sql.give_back))
+                .bind(to_i64("end", range.end)?)
+                .bind(tag.as_str())
+                .bind(max_id)
+                .execute(&self.pool)
+                .await
+                .map_err(err)?
+                .rows_affected();
+            if moved == 1 {
+                return Ok(range);
+            }
+        }
+    }
+
     async fn acquire_now(&self, request: &LeaseRequest) -> Result<Lease> {
         let err = |e| pg_error("acquiring a worker ID", e);
         let count = to_i64("worker_count", request.worker_count)?;

@@ -1,7 +1,9 @@
 //! What the SQL backends share outside their SQL: argument checks and turning row values into
 //! the core's types, so every backend refuses and converts in exactly the same way.
 
-use idmint_core::store::{FencingToken, Lease, LeaseInfo, TagInfo};
+use std::ops::Range;
+
+use idmint_core::store::{self, FencingToken, Lease, LeaseInfo, TagInfo};
 use idmint_core::{IdSpace, IdSpaceRecord, Tag};
 
 use crate::bounded::{to_i64, to_u64};
@@ -16,6 +18,24 @@ pub(crate) fn check_step(step: u64) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// The range a full step took, from the new `max_id` the store returned: `[end - step, end)`.
+/// An `end` below `step` can only come from a damaged row, and is refused rather than wrapped.
+pub(crate) fn full_step(tag: &Tag, end: u64, step: u64) -> Result<Range<u64>> {
+    let start = end
+        .checked_sub(step)
+        .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` has max_id {end}")))?;
+    Ok(start..end)
+}
+
+/// The range to take from a tag whose `max_id` was read as `max_id` when a full step did not
+/// fit (see [`store::range_at`]): the rest up to `MAX_SEGMENT_ID`, or a full step if a give-back
+/// lowered `max_id` meanwhile; [`Error::TagExhausted`] when nothing is left.
+pub(crate) fn range_from(tag: &Tag, max_id: u64, step: u64) -> Result<Range<u64>> {
+    store::range_at(max_id, step).ok_or_else(|| Error::TagExhausted {
+        tag: tag.to_string(),
+    })
 }
 
 /// A static worker ID (`--worker-id N`), checked to be one of the layout's `count`.

@@ -4,6 +4,10 @@
 //! a `BEGIN IMMEDIATE` transaction, which takes SQLite's write lock up front (other processes
 //! wait up to the busy timeout), so a read-then-write such as a lease acquisition is one
 //! serialized decision, and a writer never fails on a stale WAL snapshot.
+//!
+//! Damage: a file that fails `PRAGMA integrity_check` at open is refused (`StoreCorrupt`, with
+//! the file, the problems and what to do), and a damaged page met later (`SQLITE_CORRUPT`,
+//! `SQLITE_NOTADB`) is reported as `StoreCorrupt` too, never as an ordinary refusal.
 
 use std::ops::Range;
 use std::path::Path;
@@ -24,7 +28,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{AssertSqlSafe, Row, Sqlite, Transaction};
 
-use crate::bounded::{bounded, sql_error, to_i64, to_u64};
+use crate::bounded::{bounded, is_corrupt, sql_error, to_i64, to_u64};
 use crate::location::Location;
 use crate::rows;
 use crate::schema::{self, ID_SPACE_COLUMNS};
@@ -167,6 +171,31 @@ fn migration(ns: &str, version: i64) -> Vec<String> {
     }
 }
 
+/// The integrity check run at open, reporting at most 5 problems.
+const INTEGRITY_CHECK: &str = "PRAGMA integrity_check(5)";
+
+/// The first row of [`INTEGRITY_CHECK`] alone. No limit argument: the table-valued form would
+/// take it for a table name.
+const FIRST_REPORT: &str = "SELECT * FROM pragma_integrity_check LIMIT 1";
+
+/// The refusal of a damaged file: which file, the first problems SQLite reported, and what the
+/// operator does about it.
+fn damaged(display: &str, problems: &[String]) -> Error {
+    Error::StoreCorrupt(format!(
+        "{display} is damaged, so idmint will not use it (SQLite: {}). Restore the file from \
+         a backup (stop every node using it first). Do not delete it or start on an empty \
+         file: it holds each tag's max_id and each worker's high-water mark, and without them \
+         IDs already issued would be issued again",
+        problems
+            .iter()
+            .flat_map(|problem| problem.lines())
+            .map(str::trim)
+            .filter(|line| !line.is_empty())
+            .collect::<Vec<_>>()
+            .join("; ")
+    ))
+}
+
 /// Wraps a statement built at open from the validated namespace (`[a-z0-9_]`): no input of
 /// callers ever reaches SQL text, only bind parameters.
 fn q(sql: &Arc<str>) -> AssertSqlSafe<Arc<str>> {
@@ -206,16 +235,70 @@ impl SqliteStore {
             .acquire_timeout(options.call_timeout)
             .connect_with(connect)
             .await
-            .map_err(|e| unavailable(&e))?;
+            .map_err(|e| {
+                // Not a database at all (a damaged header): refused like a damaged page.
+                if is_corrupt(&e) {
+                    damaged(&location.display, &[e.to_string()])
+                } else {
+                    unavailable(&e)
+                }
+            })?;
         let store = Self {
             pool,
             sql: Statements::new(&options.namespace),
             timeout: options.call_timeout,
             display: location.display.clone(),
         };
+        store.check_integrity().await?;
         store.check_durability(options.allow_non_durable).await?;
         store.migrate(&options.namespace).await?;
         Ok(store)
+    }
+
+    /// Refuses a damaged file, before anything is read from or written to it: a node serving
+    /// from it would answer some tags and fail others, or worse, miss a tag's row and create it
+    /// again from ID 1.
+    ///
+    /// `PRAGMA integrity_check` reads every page and checks the b-trees, records and free list
+    /// (all `quick_check` does), and also that every index matches its table: a tag index that
+    /// lost an entry would make a tag look unknown. Measured on a file with 100,000 tags
+    /// (5.6 MB, in the page cache, release build): `quick_check` 17 ms, `integrity_check` 50 ms
+    /// (open as a whole: 25 ms with `quick_check`, 55 ms with `integrity_check`), so the full
+    /// check is worth its cost at start.
+    async fn check_integrity(&self) -> Result<()> {
+        let started = std::time::Instant::now();
+        let report: Vec<String> = match sqlx::query_scalar(INTEGRITY_CHECK)
+            .fetch_all(&self.pool)
+            .await
+        {
+            Ok(report) => report,
+            // The check can stop on the damage itself (a page it cannot read while scanning a
+            // table), after it reported what it found: that report, then why it stopped.
+            Err(e) => match sql_error("checking the file", e) {
+                Error::StoreCorrupt(stopped) => {
+                    let mut report: Vec<String> = self.first_report().await.into_iter().collect();
+                    report.push(stopped);
+                    report
+                }
+                other => return Err(other),
+            },
+        };
+        tracing::debug!(elapsed = ?started.elapsed(), file = %self.display, "integrity checked");
+        if report.iter().all(|line| line == "ok") {
+            return Ok(());
+        }
+        Err(damaged(&self.display, &report))
+    }
+
+    /// The first row of the integrity check, read alone so the check stops right after it,
+    /// before it reaches damage that ends it with an error: SQLite reports the problems its
+    /// b-tree walk found in that row.
+    async fn first_report(&self) -> Option<String> {
+        sqlx::query_scalar(FIRST_REPORT)
+            .fetch_optional(&self.pool)
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Refuses a file that is not in WAL mode with `synchronous=FULL` (e.g. on a file system
@@ -292,6 +375,8 @@ impl SqliteStore {
             .map_err(|e| sql_error("starting a write", e))
     }
 
+    /// Takes a range in one write transaction: a full step with one `UPDATE`, else (the tag is
+    /// near its end, or unknown) the rest, decided under the same write lock.
     async fn allocate_now(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
         let err = |e| sql_error("allocating a segment", e);
         // `max_id` (the next ID) never passes MAX_SEGMENT_ID: SQLite would turn an integer
@@ -305,20 +390,47 @@ impl SqliteStore {
             .fetch_optional(&mut *tx)
             .await
             .map_err(err)?;
-        let Some(end) = end else {
-            let exists: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
-                .bind(tag.as_str())
-                .fetch_optional(&mut *tx)
-                .await
-                .map_err(err)?;
-            return Err(match exists {
-                None => Error::UnknownTag(tag.to_string()),
-                Some(_) => Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")),
-            });
+        let range = match end {
+            Some(end) => rows::full_step(tag, to_u64("max_id", end)?, step)?,
+            None => self.allocate_rest(&mut tx, tag, step).await?,
         };
         tx.commit().await.map_err(err)?;
-        let end = to_u64("max_id", end)?;
-        Ok(end - step..end)
+        Ok(range)
+    }
+
+    /// The tag's last range, `[max_id, MAX_SEGMENT_ID)`, when a full step no longer fits:
+    /// read and written inside the caller's write transaction, whose lock (taken at `BEGIN
+    /// IMMEDIATE`) keeps every other process out between the two, so racing nodes never get
+    /// overlapping ranges.
+    async fn allocate_rest(
+        &self,
+        tx: &mut Transaction<'static, Sqlite>,
+        tag: &Tag,
+        step: u64,
+    ) -> Result<Range<u64>> {
+        let err = |e| sql_error("allocating the end of a tag", e);
+        let max_id: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+            .bind(tag.as_str())
+            .fetch_optional(&mut **tx)
+            .await
+            .map_err(err)?;
+        let max_id = max_id.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+        let range = rows::range_from(tag, to_u64("max_id", max_id)?, step)?;
+        // The give-back statement is a compare-and-set of `max_id`; here it moves it up.
+        let moved = sqlx::query(q(&self.sql.give_back))
+            .bind(to_i64("end", range.end)?)
+            .bind(tag.as_str())
+            .bind(max_id)
+            .execute(&mut **tx)
+            .await
+            .map_err(err)?
+            .rows_affected();
+        if moved != 1 {
+            return Err(Error::StoreConflict(format!(
+                "tag `{tag}` changed while its end was allocated"
+            )));
+        }
+        Ok(range)
     }
 
     async fn acquire_now(&self, request: &LeaseRequest) -> Result<Lease> {

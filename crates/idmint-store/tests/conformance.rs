@@ -10,7 +10,7 @@ mod suite {
     use std::ops::Range;
     use std::time::Duration;
 
-    use idmint_core::store::{LeaseRequest, TagSettings, TagUpdate};
+    use idmint_core::store::{LeaseRequest, TagSettings, TagUpdate, MAX_SEGMENT_ID};
     use idmint_core::{Error, IdSpace, IdSpaceRecord, Tag};
     use idmint_store::Store;
 
@@ -367,10 +367,11 @@ mod suite {
         assert_eq!(again.worker_id, leases[1].worker_id);
     }
 
-    /// The top of the ID space is an error that changes nothing, never an overflow.
-    pub async fn the_largest_id_is_never_passed(store: Store) {
+    /// The end of a tag is served exactly: a step larger than what is left takes the rest,
+    /// then the tag is exhausted, and the refusal changes nothing (never an overflow).
+    pub async fn the_end_of_a_tag_is_served_exactly_then_exhausted(store: Store) {
         let top = tag("top");
-        let max = i64::MAX as u64;
+        let max = MAX_SEGMENT_ID;
         let settings = TagSettings {
             step: 5,
             description: String::new(),
@@ -381,22 +382,92 @@ mod suite {
             store.segments.allocate(&top, 5).await.unwrap(),
             max - 10..max - 5
         );
-        assert!(matches!(
-            store.segments.allocate(&top, 10).await,
-            Err(Error::StoreInvalid(_))
-        ));
         assert_eq!(
-            store.segments.allocate(&top, 5).await.unwrap(),
-            max - 5..max
+            store.segments.allocate(&top, 1_000).await.unwrap(),
+            max - 5..max,
+            "a step larger than what is left takes exactly the rest"
+        );
+        let before = store.segments.tag_info(&top).await.unwrap().unwrap();
+        assert_eq!(before.max_id, max);
+        for step in [1, 5, max] {
+            assert_eq!(
+                store.segments.allocate(&top, step).await,
+                Err(Error::TagExhausted { tag: "top".into() })
+            );
+        }
+        assert_eq!(
+            store.segments.tag_info(&top).await.unwrap(),
+            Some(before),
+            "the refused calls changed nothing"
+        );
+        // A tail given back at the end is served again, and the end stays exact.
+        assert!(store.segments.give_back(&top, max - 2..max).await.unwrap());
+        assert_eq!(
+            store.segments.allocate(&top, 100).await.unwrap(),
+            max - 2..max
+        );
+        // A tag created with nothing left, and an unknown tag, are told apart.
+        let full = tag("full");
+        let at_end = TagSettings {
+            first_id: max,
+            ..settings
+        };
+        store.segments.create_tag(&full, &at_end).await.unwrap();
+        assert_eq!(
+            store.segments.allocate(&full, 1).await,
+            Err(Error::TagExhausted { tag: "full".into() })
         );
         assert!(matches!(
-            store.segments.allocate(&top, 1).await,
-            Err(Error::StoreInvalid(_))
+            store.segments.allocate(&tag("nope"), 1_000).await,
+            Err(Error::UnknownTag(_))
         ));
-        assert_eq!(
-            store.segments.tag_info(&top).await.unwrap().unwrap().max_id,
-            max
-        );
+    }
+
+    /// Two tasks racing to the end of a tag, each with its own step, until it is exhausted:
+    /// their ranges tile exactly what was left, with no overlap. Repeated on fresh tags so the
+    /// race at the very end happens many times.
+    pub async fn racers_at_the_end_split_the_rest_exactly(store: Store) {
+        for round in 0..20u64 {
+            let left = 100 + round;
+            let t = tag(&format!("race{round}"));
+            let settings = TagSettings {
+                step: 1,
+                description: String::new(),
+                first_id: MAX_SEGMENT_ID - left,
+            };
+            store.segments.create_tag(&t, &settings).await.unwrap();
+            let racers: Vec<_> = [30u64, 45]
+                .into_iter()
+                .map(|step| {
+                    let (segments, t) = (store.segments.clone(), t.clone());
+                    tokio::spawn(async move {
+                        let mut ranges = Vec::new();
+                        loop {
+                            match segments.allocate(&t, step).await {
+                                Ok(range) => ranges.push(range),
+                                Err(Error::TagExhausted { .. }) => return ranges,
+                                Err(other) => panic!("unexpected {other:?}"),
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let mut all: Vec<Range<u64>> = Vec::new();
+            for racer in racers {
+                all.extend(racer.await.unwrap());
+            }
+            all.sort_by_key(|r| r.start);
+            assert_eq!(all.first().map(|r| r.start), Some(MAX_SEGMENT_ID - left));
+            assert_eq!(all.last().map(|r| r.end), Some(MAX_SEGMENT_ID));
+            for pair in all.windows(2) {
+                assert_eq!(
+                    pair[0].end, pair[1].start,
+                    "round {round}: gap or overlap between {:?} and {:?}",
+                    pair[0], pair[1]
+                );
+            }
+            assert!(all.iter().all(|r| r.start < r.end && r.end - r.start <= 45));
+        }
     }
 
     /// Tags differ by case; give-back on an unknown tag is refused like any other call.
@@ -630,8 +701,13 @@ macro_rules! conformance {
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn the_largest_id_is_never_passed() {
-                suite::the_largest_id_is_never_passed(store().await).await;
+            async fn the_end_of_a_tag_is_served_exactly_then_exhausted() {
+                suite::the_end_of_a_tag_is_served_exactly_then_exhausted(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn racers_at_the_end_split_the_rest_exactly() {
+                suite::racers_at_the_end_split_the_rest_exactly(store().await).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,7 +1,8 @@
 //! The slow path: what to do when a claim failed. Runs under the buffer's mutex, never waits.
 //!
 //! The outcomes: the claim was stale or the current segment is fine (retry); the segment is
-//! used up and the next one is loaded (switch to it, retry); the next one is not loaded (make
+//! used up and the next one is loaded (switch to it, retry); the used-up segment was the tag's
+//! last (fail with `TagExhausted` at once, fetching nothing); the next one is not loaded (make
 //! sure a fetch runs, tell the caller what to wait on); the buffer is closed.
 
 use std::sync::atomic::Ordering;
@@ -68,6 +69,9 @@ impl SegmentBuffer {
         if let Some(next) = control.next.take() {
             self.switch_to(control, next);
             return (Advance::Retry, None);
+        }
+        if control.current.last {
+            return (Advance::Failed(self.exhausted()), None);
         }
         if let Some((seq, error)) = &control.fetch.fatal {
             if Some(*seq) == waiting_on {

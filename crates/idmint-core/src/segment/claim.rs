@@ -3,13 +3,25 @@
 //! A single ID costs one `fetch_add` on the state word plus a validated read of a slot that
 //! sits on its own cache line (shared, so it stays in every core's cache). A run of IDs uses a
 //! compare-and-swap instead, so it never claims past the segment's end and never overshoots
-//! the offset field. Any failure returns the generation the caller saw, for the slow path.
+//! the offset field. Any failure returns the generation the caller saw, for the slow path, except
+//! a run the tag's last segment cannot hold (see [`NoRun::TagEnd`]).
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
 use super::state_word::{Claim, CLAMP_AT, EXHAUSTED};
 use super::SegmentBuffer;
+
+/// Why [`SegmentBuffer::claim_run`] claimed nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NoRun {
+    /// The segment of this generation cannot serve the run (used up, stale, or its tail was
+    /// just skipped): advance from it.
+    Advance(u32),
+    /// The tag's last segment has fewer IDs left than the run needs. Nothing was claimed, so
+    /// the IDs left stay for smaller requests; no later range can serve the run.
+    TagEnd,
+}
 
 impl SegmentBuffer {
     /// Claims one ID, or returns the generation whose segment could not serve it.
@@ -35,19 +47,24 @@ impl SegmentBuffer {
     /// Claims up to `n` IDs of the current segment as one run (exactly `n` if `whole`).
     ///
     /// With `whole`, a segment that has fewer than `n` IDs left is marked used up (its tail
-    /// becomes a gap) so the caller moves on to the next one. Returns the generation to
-    /// advance from when nothing could be claimed.
-    pub(super) fn claim_run(&self, n: u64, whole: bool) -> Result<Range<u64>, u32> {
+    /// becomes a gap) so the caller moves on to the next one. On the tag's last segment a run
+    /// is all or nothing, `whole` or not: with fewer than `n` IDs left nothing is claimed
+    /// ([`NoRun::TagEnd`]), since no later segment could complete it. Otherwise returns the
+    /// generation to advance from when nothing could be claimed.
+    pub(super) fn claim_run(&self, n: u64, whole: bool) -> Result<Range<u64>, NoRun> {
         let mut word = self.state.0.load(Ordering::Acquire);
         loop {
             let claim = Claim::unpack(word);
             let Some(view) = self.slot(claim.gen).read(claim.gen) else {
-                return Err(claim.gen);
+                return Err(NoRun::Advance(claim.gen));
             };
             if claim.offset >= view.len {
-                return Err(self.failed_claim(claim));
+                return Err(NoRun::Advance(self.failed_claim(claim)));
             }
             let left = view.len - claim.offset;
+            if left < n && self.is_last_segment(claim.gen) {
+                return Err(NoRun::TagEnd);
+            }
             let take = if left >= n {
                 n
             } else if whole {
@@ -66,7 +83,7 @@ impl SegmentBuffer {
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) if take == 0 => return Err(claim.gen),
+                Ok(_) if take == 0 => return Err(NoRun::Advance(claim.gen)),
                 Ok(_) => {
                     if (claim.offset..new_offset).contains(&view.trigger) {
                         self.reached_prefetch_point(claim.gen, view.trigger);
@@ -77,6 +94,14 @@ impl SegmentBuffer {
                 Err(actual) => word = actual,
             }
         }
+    }
+
+    /// Whether generation `gen` is the current segment and the tag's last. Takes the lock: only
+    /// called when a run does not fit in what the segment has left, at a segment boundary.
+    #[cold]
+    fn is_last_segment(&self, gen: u32) -> bool {
+        let control = self.control();
+        control.gen == gen && control.current.last
     }
 
     /// Bookkeeping of a failed claim: keeps the offset far from overflowing into the

@@ -96,10 +96,12 @@ impl Control {
         }
     }
 
-    /// Starts a fetch unless one runs, the next range is loaded, or the buffer is closed.
-    /// Returns the number of the fetch to spawn (outside the lock).
+    /// Starts a fetch unless one runs, the next range is loaded, the buffer is closed, or the
+    /// current segment is the tag's last (the store has nothing after it: a fetch could only
+    /// fail). Returns the number of the fetch to spawn (outside the lock).
     pub(crate) fn begin_fetch_if_idle(&mut self) -> Option<u64> {
-        if self.closed || self.next.is_some() || self.fetch.in_flight.is_some() {
+        if self.closed || self.next.is_some() || self.fetch.in_flight.is_some() || self.current.last
+        {
             return None;
         }
         Some(self.fetch.begin())

@@ -7,9 +7,10 @@
 //! a caller waiting `max_wait` sees several attempts and gets an ID as soon as the store is back.
 //! The task keeps retrying until it succeeds or the buffer shuts down or is dropped: a
 //! prefetch that fails while the current range still has IDs must succeed before the range runs
-//! out. An error a retry cannot fix (unknown tag, a range that breaks an invariant) ends the
-//! task, and the callers waiting on it get that error at once; the next caller starts a new
-//! fetch, so creating the tag later heals the buffer.
+//! out. An error a retry cannot fix (unknown tag, exhausted tag, corrupt store, a range that
+//! breaks an invariant) ends the task, and the callers waiting on it get that error at once; the
+//! next caller starts a new fetch, so creating the tag later heals the buffer (and a tail given
+//! back by the node that held an exhausted tag's last range is served).
 
 use std::ops::Range;
 use std::sync::{Arc, Weak};

@@ -5,6 +5,7 @@ use std::ops::Range;
 use super::slot::SlotView;
 use super::state_word::MAX_SEGMENT_LEN;
 use crate::error::{Error, Result};
+use crate::store::MAX_SEGMENT_ID;
 
 /// A store range ready to hand out: `start..start + len` are the usable IDs, `allocated` is
 /// the range exactly as the store returned it (what may be given back).
@@ -18,6 +19,10 @@ pub(crate) struct LoadedRange {
     pub(crate) len: u64,
     /// Offset at which the next range is fetched.
     pub(crate) trigger: u64,
+    /// The tag's last range: it ends at [`MAX_SEGMENT_ID`], so the store has nothing after it
+    /// (only this buffer's own give-back could lower `max_id` again). The buffer then fetches
+    /// nothing more and fails with `TagExhausted` once it is used up.
+    pub(crate) last: bool,
 }
 
 impl LoadedRange {
@@ -29,12 +34,14 @@ impl LoadedRange {
             start: 0,
             len: 0,
             trigger: 0,
+            last: false,
         }
     }
 
     /// Checks a range from the store: it must be non-empty after skipping ID 0 and must not
     /// start below `floor` (the end of the previous range this buffer took), or IDs would not
-    /// strictly increase. `prefetch_at` (in `0..=1`) places the prefetch trigger.
+    /// strictly increase. `prefetch_at` (in `0..=1`) places the prefetch trigger. The range may
+    /// be shorter than the step asked for (the tag's last one is cut at [`MAX_SEGMENT_ID`]).
     pub(crate) fn check(allocated: Range<u64>, floor: u64, prefetch_at: f64) -> Result<Self> {
         let start = allocated.start.max(1);
         if start >= allocated.end {
@@ -51,11 +58,13 @@ impl LoadedRange {
         let len = (allocated.end - start).min(MAX_SEGMENT_LEN);
         // `as` saturates; the product is at most `len`, which fits.
         let trigger = ((len as f64 * prefetch_at) as u64).min(len - 1);
+        let last = allocated.end >= MAX_SEGMENT_ID;
         Ok(Self {
             allocated,
             start,
             len,
             trigger,
+            last,
         })
     }
 
@@ -107,6 +116,14 @@ mod tests {
             range.map(|r| r.tail(MAX_SEGMENT_LEN + 100)),
             Ok(Some(1 + MAX_SEGMENT_LEN..end))
         );
+    }
+
+    #[test]
+    fn only_a_range_ending_at_the_largest_id_is_the_last() {
+        let short = LoadedRange::check(MAX_SEGMENT_ID - 3..MAX_SEGMENT_ID, 0, 0.5);
+        assert_eq!(short.as_ref().map(|r| (r.len, r.last)), Ok((3, true)));
+        let before = LoadedRange::check(MAX_SEGMENT_ID - 3..MAX_SEGMENT_ID - 1, 0, 0.5);
+        assert_eq!(before.map(|r| r.last), Ok(false));
     }
 
     #[test]

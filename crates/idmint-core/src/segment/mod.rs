@@ -43,6 +43,16 @@
 //! The offset never carries into the generation: see `state_word` (a carry would take 2^31
 //! threads claiming at once).
 //!
+//! # The end of a tag
+//!
+//! A tag's IDs end below `MAX_SEGMENT_ID`: the store cuts the last range to what is left, so it
+//! may be shorter than asked. Once the buffer holds that last range it fetches nothing more
+//! (the store has nothing after it), and when the range is used up every call fails at once
+//! with `TagExhausted`. A run that must be served whole (`take_contiguous`, `next_many`) and
+//! does not fit in what is left fails the same way without taking any ID. A store that answers
+//! `TagExhausted` (another node took the last range) ends the fetch like any error a retry
+//! cannot fix: its waiters get it at once, and nothing is retried in the background.
+//!
 //! # Adaptive step
 //!
 //! Each fetch asks for `rate * target_lifetime` IDs, clamped to
@@ -77,6 +87,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::watch;
 
+use self::claim::NoRun;
 pub use self::config::SegmentConfig;
 use self::control::Control;
 use self::loaded_range::LoadedRange;
@@ -224,7 +235,8 @@ impl SegmentBuffer {
     ///
     /// Errors: [`Error::SegmentUnavailable`] when the wait ran out (its `cause` is the last
     /// store error, or a timeout) or after shutdown; the store's own error when a retry cannot
-    /// help (e.g. [`Error::UnknownTag`]), at once.
+    /// help (e.g. [`Error::UnknownTag`]), at once; [`Error::TagExhausted`] at once when the
+    /// tag's last range is used up (no store call is made for it).
     pub async fn next(&self) -> Result<u64> {
         let mut waiter = Waiter::new(self, 1);
         loop {
@@ -240,6 +252,11 @@ impl SegmentBuffer {
     /// Takes what the current segment has, then continues in the next one, so a batch may span
     /// segments (and, between two runs, another caller's ID may fall). The whole call waits at
     /// most `max_wait`; if it fails midway, the IDs already taken are dropped (a gap).
+    ///
+    /// At the tag's end the call is all or nothing, never a short batch (a caller asking for
+    /// `n` IDs gets `n`): when the tag's last segment has fewer than the IDs still needed, it
+    /// fails with [`Error::TagExhausted`] without taking any of them, so they remain for
+    /// smaller requests.
     pub async fn next_many(&self, n: u64) -> Result<Vec<Range<u64>>> {
         self.check_count("n", n)?;
         let mut runs: Vec<Range<u64>> = Vec::with_capacity(2);
@@ -254,7 +271,8 @@ impl SegmentBuffer {
                         _ => runs.push(run),
                     }
                 }
-                Err(gen) => {
+                Err(NoRun::TagEnd) => return Err(self.exhausted()),
+                Err(NoRun::Advance(gen)) => {
                     waiter.wanted = left;
                     waiter.advance(gen).await?;
                 }
@@ -268,15 +286,17 @@ impl SegmentBuffer {
     /// If the current segment has fewer than `n` left, its tail is skipped (a gap) and the run
     /// is taken from the next segment; the next fetch asks for at least `n`, so a run longer
     /// than the adaptive step costs at most one wasted segment. Errors with
-    /// [`Error::InvalidArgument`] for `n` outside `1..=max_step`, otherwise like
-    /// [`next`](Self::next).
+    /// [`Error::InvalidArgument`] for `n` outside `1..=max_step`, with
+    /// [`Error::TagExhausted`] when the tag's last segment has fewer than `n` IDs left (none of
+    /// them is taken: they remain for smaller requests), otherwise like [`next`](Self::next).
     pub async fn take_contiguous(&self, n: u64) -> Result<Range<u64>> {
         self.check_count("n", n)?;
         let mut waiter = Waiter::new(self, n);
         loop {
             match self.claim_run(n, true) {
                 Ok(run) => return Ok(run),
-                Err(gen) => waiter.advance(gen).await?,
+                Err(NoRun::TagEnd) => return Err(self.exhausted()),
+                Err(NoRun::Advance(gen)) => waiter.advance(gen).await?,
             }
         }
     }

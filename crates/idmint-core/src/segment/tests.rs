@@ -11,7 +11,7 @@ use tokio::time::Instant;
 use super::{SegmentBuffer, SegmentConfig};
 use crate::clock::ManualClock;
 use crate::error::Error;
-use crate::store::{MemoryStore, SegmentStore, TagSettings};
+use crate::store::{MemoryStore, SegmentStore, TagSettings, MAX_SEGMENT_ID};
 use crate::tag::Tag;
 
 /// A store with tag `t` of the given step, its clock, and the tag.
@@ -537,4 +537,90 @@ async fn a_new_min_step_reaches_the_next_fetches_of_a_running_buffer() {
     );
     buf.set_min_step(0);
     assert_eq!(buf.min_step(), 1);
+}
+
+/// A store whose tag `end` starts `left` IDs below the end of the ID space, with step `step`.
+async fn store_near_the_end(left: u64, step: u64) -> (Arc<MemoryStore>, Arc<ManualClock>, Tag) {
+    let clock = ManualClock::shared(1_000_000);
+    let store = Arc::new(MemoryStore::new(clock.clone()));
+    let tag = Tag::new("end").unwrap();
+    let settings = TagSettings {
+        step,
+        first_id: MAX_SEGMENT_ID - left,
+        ..TagSettings::default()
+    };
+    store.create_tag(&tag, &settings).await.unwrap();
+    (store, clock, tag)
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_range_is_served_to_its_end_then_exhausted_at_once() {
+    let (store, clock, tag) = store_near_the_end(5, 10).await;
+    let buf = buffer(&store, &clock, &tag, fixed(10, 0.0));
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(buf.next().await.unwrap());
+    }
+    assert_eq!(
+        ids,
+        (MAX_SEGMENT_ID - 5..MAX_SEGMENT_ID).collect::<Vec<_>>()
+    );
+    assert_eq!(ids.last(), Some(&9_223_372_036_854_775_806));
+    // The short range was the tag's last: no prefetch (at offset 0) asked the store again.
+    settle().await;
+    assert_eq!(store.calls(), 2, "create_tag and one allocate");
+    let started = Instant::now();
+    let exhausted = Error::TagExhausted { tag: "end".into() };
+    assert!(!exhausted.is_retryable());
+    assert_eq!(buf.next().await, Err(exhausted.clone()));
+    assert_eq!(buf.next_many(1).await, Err(exhausted.clone()));
+    assert_eq!(buf.take_contiguous(1).await, Err(exhausted));
+    assert_eq!(buf.try_next(), None);
+    assert_eq!(started.elapsed(), Duration::ZERO, "no wait, no backoff");
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(store.calls(), 2, "nothing retried in the background");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_the_tag_end_cannot_hold_takes_nothing() {
+    let (store, clock, tag) = store_near_the_end(5, 10).await;
+    let buf = buffer(&store, &clock, &tag, fixed(10, 0.0));
+    let exhausted = || Error::TagExhausted { tag: "end".into() };
+    assert_eq!(buf.take_contiguous(6).await, Err(exhausted()));
+    assert_eq!(buf.next_many(6).await, Err(exhausted()));
+    assert_eq!(buf.remaining(), 5, "the failed calls took nothing");
+    let max = MAX_SEGMENT_ID;
+    assert_eq!(buf.take_contiguous(2).await.unwrap(), max - 5..max - 3);
+    assert_eq!(buf.next_many(4).await, Err(exhausted()));
+    assert_eq!(buf.next_many(3).await.unwrap(), vec![max - 3..max]);
+    assert_eq!(buf.next().await, Err(exhausted()));
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_exhausted_answer_from_the_store_is_returned_at_once_and_not_retried() {
+    let (store, clock, tag) = store_near_the_end(30, 10).await;
+    let buf = buffer(&store, &clock, &tag, fixed(10, 0.5));
+    assert_eq!(buf.next().await.unwrap(), MAX_SEGMENT_ID - 30);
+    // Another node takes the rest: the prefetch (at offset 5) finds the tag exhausted.
+    let other = store.allocate(&tag, 100).await.unwrap();
+    assert_eq!(other, MAX_SEGMENT_ID - 20..MAX_SEGMENT_ID);
+    for _ in 0..9 {
+        buf.next().await.unwrap();
+    }
+    settle().await;
+    let calls = store.calls();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(store.calls(), calls, "the failed prefetch is not retried");
+    let started = Instant::now();
+    assert_eq!(
+        buf.next().await,
+        Err(Error::TagExhausted { tag: "end".into() })
+    );
+    assert!(started.elapsed() < Duration::from_millis(100));
+    // The holder of the last range gives its tail back: this buffer serves it.
+    assert!(store
+        .give_back(&tag, MAX_SEGMENT_ID - 3..MAX_SEGMENT_ID)
+        .await
+        .unwrap());
+    assert_eq!(buf.next().await.unwrap(), MAX_SEGMENT_ID - 3);
 }

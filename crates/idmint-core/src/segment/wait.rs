@@ -75,6 +75,14 @@ impl SegmentBuffer {
         }
     }
 
+    /// The error of a call the tag's end cannot serve: its last range is used up (or holds
+    /// fewer IDs than a run that must be served whole).
+    pub(super) fn exhausted(&self) -> Error {
+        Error::TagExhausted {
+            tag: self.tag.to_string(),
+        }
+    }
+
     /// The error of a call on a buffer that was shut down.
     pub(super) fn closed_error(&self) -> Error {
         Error::SegmentUnavailable {

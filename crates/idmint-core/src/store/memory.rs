@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
+    range_at, FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo,
+    TagSettings, TagUpdate, WorkerLeases,
 };
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
@@ -119,14 +119,12 @@ impl SegmentStore for MemoryStore {
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;
         let row = state.tags.get_mut(tag).ok_or_else(|| unknown(tag))?;
-        let start = row.max_id;
-        let end = start
-            .checked_add(step)
-            .filter(|end| *end <= MAX_SEGMENT_ID)
-            .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` would pass the largest ID")))?;
-        row.max_id = end;
+        let range = range_at(row.max_id, step).ok_or_else(|| Error::TagExhausted {
+            tag: tag.to_string(),
+        })?;
+        row.max_id = range.end;
         row.updated_at_ms = now;
-        Ok(start..end)
+        Ok(range)
     }
 
     async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
@@ -327,6 +325,7 @@ mod tests {
 
     use super::*;
     use crate::clock::ManualClock;
+    use crate::store::MAX_SEGMENT_ID;
 
     const NOW: u64 = 1_790_000_000_000;
 
@@ -374,6 +373,41 @@ mod tests {
             store.allocate(&tag, 0).await,
             Err(Error::InvalidArgument { .. })
         ));
+    }
+
+    #[tokio::test]
+    async fn the_last_range_is_cut_to_what_is_left_then_the_tag_is_exhausted() {
+        let (store, _) = store();
+        let tag = Tag::new("end").unwrap();
+        let settings = TagSettings {
+            step: 10,
+            first_id: MAX_SEGMENT_ID - 3,
+            ..TagSettings::default()
+        };
+        store.create_tag(&tag, &settings).await.unwrap();
+        assert_eq!(
+            store.allocate(&tag, 10).await.unwrap(),
+            MAX_SEGMENT_ID - 3..MAX_SEGMENT_ID
+        );
+        assert_eq!(
+            store.allocate(&tag, 1).await,
+            Err(Error::TagExhausted { tag: "end".into() })
+        );
+        assert_eq!(
+            store.tag_info(&tag).await.unwrap().unwrap().max_id,
+            MAX_SEGMENT_ID
+        );
+    }
+
+    #[test]
+    fn range_at_cuts_at_the_end_and_is_none_past_it() {
+        let max = MAX_SEGMENT_ID;
+        assert_eq!(range_at(1, 10), Some(1..11));
+        assert_eq!(range_at(max - 10, 10), Some(max - 10..max));
+        assert_eq!(range_at(max - 3, 10), Some(max - 3..max));
+        assert_eq!(range_at(max - 3, u64::MAX), Some(max - 3..max));
+        assert_eq!(range_at(max, 1), None);
+        assert_eq!(range_at(u64::MAX, 1), None);
     }
 
     #[tokio::test]

@@ -1,8 +1,9 @@
 //! The store traits: what idmint needs from a database to keep IDs unique across processes.
 //!
 //! Two invariants live here (docs/ARCHITECTURE.md, "Uniqueness"):
-//! - [`SegmentStore::allocate`] hands out `[max_id, max_id + step)` and advances `max_id` in one
-//!   atomic operation, so two ranges never overlap, whatever crashes in between;
+//! - [`SegmentStore::allocate`] hands out `[max_id, max_id + step)` (cut at [`MAX_SEGMENT_ID`])
+//!   and advances `max_id` in one atomic operation, so two ranges never overlap, whatever
+//!   crashes in between;
 //! - [`WorkerLeases`] fences every holder of a worker ID with a token and a high-water mark
 //!   (HWM): a holder may only issue ticks up to the HWM the store has confirmed for its token,
 //!   and a new holder starts strictly above the stored HWM.
@@ -26,6 +27,18 @@ use crate::tag::Tag;
 /// The largest `max_id` a tag may reach: it is stored in a signed 64-bit column, so the last ID
 /// ever handed out is `MAX_SEGMENT_ID - 1`.
 pub const MAX_SEGMENT_ID: u64 = i64::MAX as u64;
+
+/// The range [`SegmentStore::allocate`] takes from a tag whose `max_id` is `max_id`, asked for
+/// `step` (at least 1): `[max_id, max_id + step)`, cut at [`MAX_SEGMENT_ID`] when a full step
+/// no longer fits, so the last IDs of a tag are served too. `None` when nothing is left
+/// (`max_id >= MAX_SEGMENT_ID`): the tag is exhausted.
+///
+/// Every backend follows this one rule, deciding from the `max_id` its write is conditioned on
+/// (in one statement, a compare-and-set, a write lock or a script), so all of them cut the
+/// last range identically and racing nodes never overlap.
+pub fn range_at(max_id: u64, step: u64) -> Option<Range<u64>> {
+    (max_id < MAX_SEGMENT_ID).then(|| max_id..max_id.saturating_add(step).min(MAX_SEGMENT_ID))
+}
 
 /// What a tag is created with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,10 +90,14 @@ pub struct TagInfo {
 pub trait SegmentStore: Send + Sync + fmt::Debug {
     /// Takes `[max_id, max_id + step)` for `tag` and advances `max_id` past it, atomically.
     ///
-    /// `step` is the caller's adaptive step; it must be at least 1. Errors with
+    /// `step` is the caller's adaptive step; it must be at least 1. When a full step no longer
+    /// fits below [`MAX_SEGMENT_ID`], the range is cut to what is left,
+    /// `[max_id, MAX_SEGMENT_ID)` (see [`range_at`]), decided in the same atomic operation as
+    /// the write, so two nodes racing at the end never get overlapping ranges: the range may
+    /// be shorter than `step`, never empty. Errors with
     /// [`Error::UnknownTag`](crate::Error::UnknownTag) when the tag does not exist, and with
-    /// [`Error::StoreInvalid`](crate::Error::StoreInvalid) when `max_id` would pass
-    /// [`MAX_SEGMENT_ID`] (nothing changes then).
+    /// [`Error::TagExhausted`](crate::Error::TagExhausted) when nothing is left
+    /// (`max_id == MAX_SEGMENT_ID`); nothing changes then.
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>>;
 
     /// Returns the unused tail `unused` of the last range taken, if nobody allocated after it

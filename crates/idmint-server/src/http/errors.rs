@@ -63,8 +63,10 @@ impl ApiError {
 
 /// The status and code of each error of the ID service. Retryable errors (a bounded wait ran
 /// out, the store is down, the lease is being replaced) are 503; bad input is 400; a missing
-/// tag 404; an existing one 409; what the client cannot fix and retrying will not cure
-/// (an exhausted layout, a clock before the epoch, a store refusing its own data) is 500.
+/// tag 404; an existing one, or one whose IDs are used up (`tag_exhausted`: the request
+/// conflicts with the tag's state, and only a new tag helps), 409; what the client cannot fix
+/// and retrying will not cure (an exhausted layout, a clock before the epoch, a store refusing
+/// its own data or damaged) is 500.
 pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
     const UNAVAILABLE: StatusCode = StatusCode::SERVICE_UNAVAILABLE;
     const INTERNAL: StatusCode = StatusCode::INTERNAL_SERVER_ERROR;
@@ -75,6 +77,7 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::InvalidTag { .. } => (StatusCode::BAD_REQUEST, "invalid_tag"),
         Error::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
         Error::TagExists(_) => (StatusCode::CONFLICT, "tag_exists"),
+        Error::TagExhausted { .. } => (StatusCode::CONFLICT, "tag_exhausted"),
         Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
         Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),
@@ -88,6 +91,7 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::LayoutExhausted { .. } => (INTERNAL, "layout_exhausted"),
         Error::ClockBeforeEpoch { .. } => (INTERNAL, "clock_before_epoch"),
         Error::StoreInvalid(_) => (INTERNAL, "store_invalid"),
+        Error::StoreCorrupt(_) => (INTERNAL, "store_corrupt"),
         Error::WorkerHeld { .. } => (INTERNAL, "worker_held"),
         // Raised only at start; its cause decides, should it ever reach a client.
         Error::WorkerWaitRanOut { cause, .. } => status_and_code(cause),
@@ -303,6 +307,8 @@ mod tests {
                 waited: Duration::ZERO,
                 first_to_expire: None,
             },
+            Error::TagExhausted { tag: "t".into() },
+            Error::StoreCorrupt("database disk image is malformed".into()),
         ]
     }
 
@@ -332,6 +338,8 @@ mod tests {
             (503, "clock_behind"),
             (503, "no_worker_free"),
             (500, "worker_held"),
+            (409, "tag_exhausted"),
+            (500, "store_corrupt"),
         ];
         let got: Vec<(u16, &str)> = every_variant()
             .iter()

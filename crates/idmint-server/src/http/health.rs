@@ -1,5 +1,6 @@
-//! `GET /healthz` (the process runs) and `GET /readyz` (it can serve: the worker lease is
-//! held, the clock is not behind the snowflakes already issued, and the store answers).
+//! `GET /healthz` (the process runs) and `GET /readyz` (it can serve: no store call reported
+//! damaged data since the start, the worker lease is held, the clock is not behind the
+//! snowflakes already issued, and the store answers).
 
 use std::time::Duration;
 
@@ -24,6 +25,15 @@ pub(crate) async fn healthz() -> Response {
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
     let not_ready =
         |code, message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
+    if let Some(reason) = state.ids.store_corrupt() {
+        return Err(not_ready(
+            "store_corrupt",
+            format!(
+                "the store reported damaged data (not ready until restarted; restore the \
+                 store from a backup): {reason}"
+            ),
+        ));
+    }
     let keeper = state.ids.keeper();
     if !keeper.is_held() {
         return Err(not_ready(

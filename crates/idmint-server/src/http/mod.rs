@@ -16,7 +16,7 @@
 //! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
 //! | `GET /v1/workers` (admin) | `{"workers": [leases with hwm_ms], "node": {"worker_id", "held"}}` |
 //! | `GET /healthz` | 200 `{"status":"ok"}` |
-//! | `GET /readyz` | 200 when the worker lease is held and the store answers, else 503 |
+//! | `GET /readyz` | 200 when the worker lease is held and the store answers and has shown no damage, else 503 |
 //! | `GET /metrics` | Prometheus text (404 without a metrics handle) |
 //! | `GET /api/segment/get/{key}` | Leaf: next ID of tag `key`, plain text |
 //! | `GET /api/snowflake/get/{key}` | Leaf: a snowflake, plain text |
@@ -35,10 +35,10 @@
 //! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (wrong token) |
 //! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
 //! | 405 | `method_not_allowed` (with `Allow`) |
-//! | 409 | `tag_exists` |
+//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then) |
 //! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
-//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
-//! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
+//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `store_corrupt` (readyz, until restart), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
+//! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `store_corrupt` (the store's data is damaged: restore it from a backup), `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
 //!
 //! Requests the HTTP parser refuses never reach a route, so they get hyper's bare answer (an
 //! empty body, then the connection is closed): `400` for a malformed request line or header

@@ -4,6 +4,7 @@
 //! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
+mod corruption;
 mod lease_keeper;
 mod segments;
 
@@ -20,6 +21,7 @@ use idmint_store::Store;
 
 use crate::id_space::{self, SpaceLayouts};
 
+pub use self::corruption::CorruptionLatch;
 pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 
@@ -44,6 +46,8 @@ pub struct Ids {
     keeper: Arc<LeaseKeeper>,
     segments: SegmentRegistry,
     store: Store,
+    /// The first damage any store call of this node reported (see `corruption`).
+    corruption: Arc<CorruptionLatch>,
     layout: Layout,
     spaces: SpaceLayouts,
     max_wait: Duration,
@@ -55,12 +59,15 @@ impl Ids {
     /// Checks the layout, epoch and datacenter against the ID space pinned in the store
     /// (recording them when none is), then takes a worker lease under that space and starts
     /// renewing it. Fails when the store pins another space, no worker ID can be had or the
-    /// store refuses.
+    /// store refuses. Every store call of the service, from then on, is watched for damaged
+    /// data ([`store_corrupt`](Self::store_corrupt)).
     pub async fn start(
         config: IdsConfig,
         store: Store,
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
+        let corruption = Arc::new(CorruptionLatch::default());
+        let store = corruption::watched(store, &corruption);
         let given = IdSpace::of(&config.layout, config.datacenter);
         let history = id_space::pin(store.leases.as_ref(), &given).await?;
         let mut lease = config.lease.clone();
@@ -89,6 +96,7 @@ impl Ids {
             keeper,
             segments,
             store,
+            corruption,
             layout: config.layout,
             spaces,
             max_wait: config.snowflake.max_wait,
@@ -145,6 +153,13 @@ impl Ids {
     pub fn snowflake_clock_behind_ms(&self) -> u64 {
         let lead_ms = self.keeper.holding().generator.lead_ms();
         lead_ms.saturating_sub(idmint_core::clock::duration_ms(self.max_lead))
+    }
+
+    /// The store's message when any store call of this node reported damaged data
+    /// ([`Error::StoreCorrupt`](idmint_core::Error::StoreCorrupt)): from then on until the
+    /// process restarts, `/readyz` fails with it.
+    pub fn store_corrupt(&self) -> Option<&str> {
+        self.corruption.reason()
     }
 
     /// `count` segment IDs of `tag`, as ascending runs.

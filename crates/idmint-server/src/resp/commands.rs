@@ -3,9 +3,9 @@
 //! | Command | Reply |
 //! |---|---|
 //! | `INCR tag` | the next segment ID of `tag` |
-//! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last |
+//! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken) |
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k]` | one snowflake; with `COUNT`, an array of `n` |
-//! | `IDMINT.NEXT tag [COUNT n]` | one segment ID; with `COUNT`, an array of `n` |
+//! | `IDMINT.NEXT tag [COUNT n]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.DECODE id` | field/value pairs: `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
 //!
 //! The connection and server commands stock clients send are in `admin`.

@@ -153,6 +153,9 @@ impl ExactSizeIterator for RunIds {}
 ///   succeed later", with the word "unavailable" and the cause.
 /// - Everything else (bad tag, unknown tag, a shard too wide for the layout, an ID the layout
 ///   cannot decode, an exhausted layout, a store that refused) is `-ERR` and the message.
+/// - Of those, the errors a client program must tell apart from a bad command carry the HTTP
+///   API's code right after `ERR`: `-ERR tag_exhausted ...` (the tag's IDs are used up, or too
+///   few are left for `INCRBY`/`COUNT`: start a new tag), `-ERR store_corrupt ...`.
 pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
     if error.is_retryable() {
         tracing::debug!(%error, "RESP command failed; retryable");
@@ -160,9 +163,22 @@ pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
             out,
             format_args!("TRYAGAIN idmint is temporarily unavailable: {error}"),
         );
+    } else if let Some(code) = error_code(error) {
+        tracing::debug!(%error, "RESP command failed");
+        encode::error_fmt(out, format_args!("ERR {code} {error}"));
     } else {
         tracing::debug!(%error, "RESP command failed");
         encode::error_fmt(out, format_args!("ERR {error}"));
+    }
+}
+
+/// The code of an error that a client acts on differently from any other (see
+/// [`service_error`]): the same word as the HTTP API's `error.code`.
+fn error_code(error: &Error) -> Option<&'static str> {
+    match error {
+        Error::TagExhausted { .. } => Some("tag_exhausted"),
+        Error::StoreCorrupt(_) => Some("store_corrupt"),
+        _ => None,
     }
 }
 
@@ -240,6 +256,16 @@ mod tests {
         out.clear();
         service_error(&mut out, &Error::UnknownTag("x".into()));
         assert_eq!(&out[..], b"-ERR unknown tag `x`\r\n");
+        out.clear();
+        service_error(&mut out, &Error::TagExhausted { tag: "x".into() });
+        assert!(
+            out.starts_with(b"-ERR tag_exhausted tag `x` is exhausted: "),
+            "{}",
+            out.escape_ascii()
+        );
+        out.clear();
+        service_error(&mut out, &Error::StoreCorrupt("malformed".into()));
+        assert_eq!(&out[..], b"-ERR store_corrupt store corrupt: malformed\r\n");
     }
 
     #[test]

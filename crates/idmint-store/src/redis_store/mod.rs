@@ -393,17 +393,17 @@ impl SegmentStore for RedisStore {
         invocation.arg(decimal("step", step)?);
         let reply = self.run(what, &invocation).await?;
         match reply.as_slice() {
-            [status, end] if status == "ok" => {
-                let end = number("max_id", end)?;
-                let start = end
-                    .checked_sub(step)
-                    .ok_or_else(|| unexpected(what, &reply))?;
-                Ok(start..end)
+            [status, start, end] if status == "ok" => {
+                let range = number("max_id", start)?..number("max_id", end)?;
+                // A full step, or the rest of the tag (shorter, up to the end).
+                let fits = !range.is_empty() && range.end - range.start <= step;
+                fits.then_some(range)
+                    .ok_or_else(|| unexpected(what, &reply))
             }
             [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
-            [status, _] if status == "full" => Err(Error::StoreInvalid(format!(
-                "tag `{tag}` would pass the largest ID"
-            ))),
+            [status] if status == "exhausted" => Err(Error::TagExhausted {
+                tag: tag.to_string(),
+            }),
             [status, message] if status == "corrupt" => Err(Error::StoreInvalid(format!(
                 "{what}: tag `{tag}` holds a bad {message}"
             ))),

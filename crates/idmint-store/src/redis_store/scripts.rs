@@ -21,7 +21,7 @@ macro_rules! lua {
 /// Every script of the Redis store, hashed once at open.
 #[derive(Debug)]
 pub(super) struct Scripts {
-    /// Takes `[max_id, max_id + step)` and advances `max_id`.
+    /// Takes `[max_id, max_id + step)` (or the rest up to the end) and advances `max_id`.
     pub(super) allocate: Script,
     /// Returns an unused tail when `max_id` still equals its end.
     pub(super) give_back: Script,

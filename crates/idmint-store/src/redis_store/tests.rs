@@ -177,17 +177,14 @@ async fn ids_near_the_largest_are_exact_and_never_passed() {
         store.segments.allocate(&tag, 2).await.unwrap(),
         max - 7..max - 5
     );
-    let err = store.segments.allocate(&tag, 6).await.unwrap_err();
-    assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("largest ID")),
-        "{err}"
-    );
-    // The refused allocation changed nothing.
+    // A step that does not fit takes the rest, exactly, up to the end.
     assert_eq!(
-        store.segments.allocate(&tag, 5).await.unwrap(),
+        store.segments.allocate(&tag, 6).await.unwrap(),
         max - 5..max
     );
-    assert!(store.segments.allocate(&tag, 1).await.is_err());
+    let err = store.segments.allocate(&tag, 1).await.unwrap_err();
+    assert_eq!(err, Error::TagExhausted { tag: "edge".into() });
+    // The refused allocation changed nothing.
     let info = store.segments.tag_info(&tag).await.unwrap().unwrap();
     assert_eq!(info.max_id, max);
     // A step that does not fit a signed 64-bit integer never reaches Redis.

@@ -1,19 +1,26 @@
--- allocate: takes [max_id, max_id + step) for a tag and advances max_id past it.
+-- allocate: takes [max_id, max_id + step) for a tag and advances max_id past it; when a full step
+-- does not fit below 2^63-1 (MAX_SEGMENT_ID), takes the rest, [max_id, 2^63-1).
 -- KEYS[1] the tag's hash; ARGV[1] the step (a decimal, 1..2^63-1).
--- Returns {'ok', new max_id} | {'unknown'} | {'full', max_id} | {'corrupt', message}.
+-- Returns {'ok', start, end} | {'unknown'} | {'exhausted'} | {'corrupt', message}.
 --
 -- HINCRBY does the addition in Redis's 64-bit integers and refuses (changing nothing) when the
--- result would pass 2^63-1: that is the guard against passing the largest ID.
+-- result would pass 2^63-1: exactly when a full step does not fit. The rest then ends at 2^63-1,
+-- set as a string, so no number above 2^53 ever goes through a Lua double. max_id is already
+-- 2^63-1 (nothing left) when that refusal comes with max_id at the end.
+local MAX_ID = '9223372036854775807'
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return { 'unknown' }
 end
+local start = redis.call('HGET', KEYS[1], 'max_id') or ''
 local added = redis.pcall('HINCRBY', KEYS[1], 'max_id', ARGV[1])
 if type(added) == 'table' and added.err then
-  local max_id = redis.call('HGET', KEYS[1], 'max_id') or ''
-  if string.find(added.err, 'overflow', 1, true) then
-    return { 'full', max_id }
+  if not string.find(added.err, 'overflow', 1, true) then
+    return { 'corrupt', 'max_id `' .. start .. '`: ' .. added.err }
   end
-  return { 'corrupt', 'max_id `' .. max_id .. '`: ' .. added.err }
+  if start == MAX_ID then
+    return { 'exhausted' }
+  end
+  redis.call('HSET', KEYS[1], 'max_id', MAX_ID)
 end
 redis.call('HSET', KEYS[1], 'updated_at_ms', fmt(now_ms()))
-return { 'ok', redis.call('HGET', KEYS[1], 'max_id') }
+return { 'ok', start, redis.call('HGET', KEYS[1], 'max_id') }
