@@ -6,18 +6,16 @@
 //! a node's config file finds that node's namespace.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use idmint_core::layout::{format_ms_rfc3339, parse_epoch};
 use idmint_core::store::LeaseInfo;
 use idmint_core::{Error, IdSpace, IdSpaceRecord, Layout};
-use idmint_server::config::{PartialConfig, ServeConfig};
 use idmint_server::id_space::{self, ChangeReport};
-use idmint_store::{Store, StoreOptions};
 
 use crate::error::InputError;
+use crate::store_opts::StoreOpts;
 
 /// Arguments of `idmint id-space`.
 #[derive(Debug, Args)]
@@ -36,58 +34,6 @@ enum Action {
     /// Move the namespace to another layout, epoch or datacenter: accepted only when every ID
     /// the new space can issue from now on is above every ID issued so far, and no node runs.
     Change(ChangeArgs),
-}
-
-/// Which store and namespace: the settings of `idmint serve` that name them.
-#[derive(Debug, Clone, Args)]
-pub struct StoreOpts {
-    /// The TOML file of the node (only its store settings are read).
-    #[arg(long, value_name = "FILE", env = "IDMINT_CONFIG")]
-    config: Option<PathBuf>,
-
-    /// Folder of the embedded store (when --store is not given). [default: ./idmint-data]
-    #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
-    data_dir: Option<PathBuf>,
-
-    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
-    /// [default: sqlite://<data-dir>/idmint.db]
-    #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
-    store: Option<String>,
-
-    /// The deployment's prefix in the store. [default: idmint]
-    #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
-    namespace: Option<String>,
-
-    /// Accept a store that cannot promise durability. [default: false]
-    #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
-    allow_non_durable: Option<bool>,
-}
-
-impl StoreOpts {
-    /// Opens the store these settings name, as `idmint serve` would.
-    fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<(Store, String)> {
-        let file = match &self.config {
-            Some(path) => PartialConfig::from_file(path)?,
-            None => PartialConfig::default(),
-        };
-        let command_line = PartialConfig {
-            data_dir: self.data_dir.clone(),
-            store: self.store.clone(),
-            namespace: self.namespace.clone(),
-            allow_non_durable: self.allow_non_durable,
-            ..PartialConfig::default()
-        };
-        let config = ServeConfig::resolve(command_line, file, "idmint")?;
-        let options = StoreOptions {
-            namespace: config.namespace.clone(),
-            allow_non_durable: config.allow_non_durable,
-            ..StoreOptions::default()
-        };
-        let store = runtime
-            .block_on(idmint_store::open(&config.store, &options))
-            .map_err(|e| InputError::new("--store", e))?;
-        Ok((store, config.namespace))
-    }
 }
 
 /// Arguments of `idmint id-space show`.

@@ -17,6 +17,7 @@ mod cmd_layout;
 mod cmd_serve;
 mod error;
 mod layout_opts;
+mod store_opts;
 mod text;
 
 use std::io::{self, Write};

@@ -340,3 +340,35 @@ on_every_store!(
     other_settings_refused,
     other_settings_are_refused_and_take_nothing
 );
+
+/// `id-space show|change` and `decode --store` on a SQLite file that is not there refuse,
+/// naming `--store`, and create nothing: a mistyped path must not become an empty store.
+#[test]
+fn operator_commands_never_create_an_embedded_store() {
+    let url = sqlite_url("never-created");
+    let path = url.trim_start_matches("sqlite://").to_owned();
+    let commands: [&[&str]; 3] = [
+        &["id-space", "show", "--store", &url],
+        &[
+            "id-space",
+            "change",
+            "--store",
+            &url,
+            "--epoch",
+            "2024-01-01",
+        ],
+        &["decode", "5", "--store", &url],
+    ];
+    for args in commands {
+        let (code, _, err) = run(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.contains("--store") && err.contains("does not exist"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !std::path::Path::new(&path).exists(),
+            "{args:?} created {path}"
+        );
+    }
+}

@@ -1,0 +1,86 @@
+//! The store of a deployment, as the operator's commands open it: with the settings of
+//! `idmint serve` that name it, and never creating an embedded store that is not there.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Args;
+use idmint_server::config::{PartialConfig, ServeConfig};
+use idmint_store::{Backend, Location, Store, StoreOptions};
+
+use crate::error::InputError;
+
+/// Which store and namespace: the settings of `idmint serve` that name them.
+#[derive(Debug, Clone, Args)]
+pub struct StoreOpts {
+    /// The TOML file of the node (only its store settings are read).
+    #[arg(long, value_name = "FILE", env = "IDMINT_CONFIG")]
+    config: Option<PathBuf>,
+
+    /// Folder of the embedded store (when --store is not given). [default: ./idmint-data]
+    #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+
+    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
+    /// [default: sqlite://<data-dir>/idmint.db]
+    #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
+    store: Option<String>,
+
+    /// The deployment's prefix in the store. [default: idmint]
+    #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
+    namespace: Option<String>,
+
+    /// Accept a store that cannot promise durability. [default: false]
+    #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
+    allow_non_durable: Option<bool>,
+}
+
+impl StoreOpts {
+    /// Opens the store these settings name, as `idmint serve` would.
+    pub fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<(Store, String)> {
+        let file = match &self.config {
+            Some(path) => PartialConfig::from_file(path)?,
+            None => PartialConfig::default(),
+        };
+        let command_line = PartialConfig {
+            data_dir: self.data_dir.clone(),
+            store: self.store.clone(),
+            namespace: self.namespace.clone(),
+            allow_non_durable: self.allow_non_durable,
+            ..PartialConfig::default()
+        };
+        let config = ServeConfig::resolve(command_line, file, "idmint")?;
+        let options = StoreOptions {
+            namespace: config.namespace.clone(),
+            allow_non_durable: config.allow_non_durable,
+            ..StoreOptions::default()
+        };
+        let store = open_existing(runtime, &config.store, &options)?;
+        Ok((store, config.namespace))
+    }
+}
+
+/// Opens the store at `url` for a command that only reads or changes what is there: a SQLite
+/// file that does not exist is refused (a mistyped path would otherwise create an empty store
+/// and report that nothing is recorded).
+pub fn open_existing(
+    runtime: &tokio::runtime::Runtime,
+    url: &str,
+    options: &StoreOptions,
+) -> Result<Store> {
+    let location = Location::parse(url).map_err(|e| InputError::new("--store", e))?;
+    if location.backend == Backend::Sqlite && !Path::new(location.sqlite_path()).exists() {
+        return Err(InputError::new(
+            "--store",
+            format!(
+                "no store at `{}`: the file does not exist",
+                location.display
+            ),
+        )
+        .into());
+    }
+    let store = runtime
+        .block_on(idmint_store::open(url, options))
+        .map_err(|e| InputError::new("--store", e))?;
+    Ok(store)
+}
