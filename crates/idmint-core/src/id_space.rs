@@ -128,10 +128,10 @@ pub fn check_pinned<'a>(
     })
 }
 
-/// The record whose range of values holds `id`: the newest one whose `first_id` is at most
-/// `id` (ranges ascend with the version).
-pub fn space_of(history: &[IdSpaceRecord], id: u64) -> Option<&IdSpaceRecord> {
-    history.iter().rev().find(|record| record.first_id <= id)
+/// The index in `history` of the record whose range of values holds `id`: the newest one
+/// whose `first_id` is at most `id` (ranges ascend with the version).
+pub fn space_of(history: &[IdSpaceRecord], id: u64) -> Option<usize> {
+    history.iter().rposition(|record| record.first_id <= id)
 }
 
 /// A change of space that [`plan_change`] accepted: the record to write and the figures it
@@ -173,7 +173,7 @@ pub fn plan_change(
     new_layout.check_fits(crate::FieldKind::Dc, new.datacenter)?;
     new_layout.check_epoch_not_future(now_ms)?;
     let issued_up_to = issued_up_to(current, &old_layout, max_hwm_ms);
-    let first_id = first_id_at(&new_layout, now_ms)?;
+    let first_id = first_id_at(&new_layout, new.datacenter, now_ms)?;
     let above = issued_up_to.is_none_or(|max| first_id > max);
     if !above {
         let max = issued_up_to.unwrap_or(0);
@@ -199,31 +199,24 @@ pub fn plan_change(
     })
 }
 
-/// The largest ID the namespace can have issued while `current` (laid out by `layout`) was in
-/// force and no HWM passed `max_hwm_ms`; `None` when nothing can have been issued.
+/// The largest ID the namespace can have issued while no HWM passed `max_hwm_ms`: the largest
+/// value of `current`'s layout (`layout`) at the tick of `max_hwm_ms`, and, below
+/// `current.first_id`, every ID of the earlier spaces; `None` when nothing can have been issued.
+///
+/// The HWM bounds every tick any holder issued, whichever space it was judged in: an HWM from
+/// before `current` only makes the bound larger (safe), and one inside `current`'s first tick
+/// (which starts before `issues_from_ms` for coarse units) is covered as its whole tick.
 fn issued_up_to(current: &IdSpaceRecord, layout: &Layout, max_hwm_ms: u64) -> Option<u64> {
     let earlier = current.first_id.checked_sub(1);
-    let own = (max_hwm_ms >= current.issues_from_ms)
-        .then(|| layout.tick_at(max_hwm_ms))
-        .flatten()
-        .map(|tick| last_id_of_tick(layout, tick.min(layout.max_tick())));
+    let own = layout
+        .tick_at(max_hwm_ms)
+        .map(|tick| layout.max_id_at(tick.min(layout.max_tick()), current.space.datacenter));
     earlier.max(own)
 }
 
-/// The largest value any ID of `tick` can have: every field below the time field at its
-/// maximum.
-fn last_id_of_tick(layout: &Layout, tick: u64) -> u64 {
-    let shift = layout.time_shift();
-    let below = if shift == 0 {
-        0
-    } else {
-        u64::MAX >> (64 - shift)
-    };
-    (tick << shift) | below
-}
-
-/// The smallest ID `layout` can issue at `unix_ms`: the start of that tick, every other field 0.
-fn first_id_at(layout: &Layout, unix_ms: u64) -> Result<u64> {
+/// The smallest ID `layout` can issue with `datacenter` from `unix_ms` on: the smallest value
+/// of that tick (a later tick is larger whatever the fields around the time field hold).
+fn first_id_at(layout: &Layout, datacenter: u64, unix_ms: u64) -> Result<u64> {
     let tick = layout.tick_at(unix_ms).ok_or(Error::ClockBeforeEpoch {
         now_ms: unix_ms,
         epoch_ms: layout.epoch_ms(),
@@ -233,7 +226,25 @@ fn first_id_at(layout: &Layout, unix_ms: u64) -> Result<u64> {
             ends_at: format_ms_rfc3339(layout.ends_at_ms()),
         });
     }
-    Ok(tick << layout.time_shift())
+    Ok(layout.min_id_at(tick, datacenter))
+}
+
+/// The first tick of `layout` whose smallest ID (with `datacenter`) is above `issued_up_to`, if
+/// the layout has one: a binary search, since that smallest ID grows with the tick.
+fn first_tick_above(layout: &Layout, datacenter: u64, issued_up_to: u64) -> Option<u64> {
+    let (mut low, mut high) = (0, layout.max_tick());
+    if layout.min_id_at(high, datacenter) <= issued_up_to {
+        return None;
+    }
+    while low < high {
+        let mid = low + (high - low) / 2;
+        if layout.min_id_at(mid, datacenter) > issued_up_to {
+            high = mid;
+        } else {
+            low = mid + 1;
+        }
+    }
+    Some(low)
 }
 
 /// The store's side of [`WorkerLeases::record_id_space`](crate::WorkerLeases::record_id_space),
@@ -300,9 +311,8 @@ fn refusal(
          ({max_hwm_ms} ms))",
         format_ms_rfc3339(max_hwm_ms)
     );
-    let needed_tick = (issued_up_to >> layout.time_shift()).saturating_add(1);
-    if needed_tick <= layout.max_tick() {
-        let from = layout.tick_start_ms(needed_tick);
+    if let Some(tick) = first_tick_above(layout, new.datacenter, issued_up_to) {
+        let from = layout.tick_start_ms(tick);
         text.push_str(&format!(
             "; the same change is accepted from {} on (in {}), or choose an earlier epoch",
             format_ms_rfc3339(from),
@@ -408,11 +418,8 @@ mod tests {
         assert_eq!(change.record.issues_from_ms, NOW);
         // Decoding picks the space by value.
         let history = vec![current.clone(), change.record.clone()];
-        assert_eq!(space_of(&history, issued).map(|r| r.version), Some(1));
-        assert_eq!(
-            space_of(&history, change.record.first_id).map(|r| r.version),
-            Some(2)
-        );
+        assert_eq!(space_of(&history, issued), Some(0));
+        assert_eq!(space_of(&history, change.record.first_id), Some(1));
     }
 
     #[test]
@@ -456,19 +463,63 @@ mod tests {
     }
 
     #[test]
-    fn a_datacenter_change_needs_time_above_the_hwm() {
-        let current = first("twitter", 1_288_834_974_657);
+    fn a_datacenter_change_is_judged_with_the_datacenter_bits() {
         let Ok(layout) = Layout::parse("twitter") else {
             panic!("twitter parses");
         };
-        let other_dc = IdSpace::of(&layout, 1);
-        // Same time: IDs of tick(now) under dc 0 may exceed dc 1's first ID at tick(now).
-        assert!(plan_change(&current, &other_dc, NOW, NOW).is_err());
-        assert!(plan_change(&current, &other_dc, NOW, NOW + 1).is_ok());
-        let too_wide = IdSpace::of(&layout, 32);
+        let dc = |n| IdSpace::of(&layout, n);
+        let current = IdSpaceRecord::first(dc(1));
+        // Same tick: dc 2's IDs lie above dc 1's, dc 0's below them until the next tick.
+        assert!(plan_change(&current, &dc(2), NOW, NOW).is_ok());
+        assert!(plan_change(&current, &dc(0), NOW, NOW).is_err());
+        assert!(plan_change(&current, &dc(0), NOW, NOW + 1).is_ok());
         assert!(matches!(
-            plan_change(&current, &too_wide, NOW, NOW + 1),
+            plan_change(&current, &dc(32), NOW, NOW + 1),
             Err(Error::InvalidArgument { .. })
         ));
+    }
+
+    #[test]
+    fn fields_above_the_time_field_count_in_both_bounds() {
+        // Worker IDs above the time field: worker 1023 of an old tick outranks worker 0 of most
+        // ticks, so moving the time field to the top lies above what was issued only decades
+        // later.
+        let current = first("worker:10,time:41@1ms,seq:12", EPOCH);
+        let refused = plan_change(&current, &space(SPEC, EPOCH), NOW, NOW);
+        let Err(Error::IdSpaceRefused(reason)) = refused else {
+            panic!("the top bits were issued already: {refused:?}");
+        };
+        // Only near the end of the new layout's time field (2094) do its IDs pass them.
+        assert!(reason.contains("accepted from 2094-"), "{reason}");
+    }
+
+    #[test]
+    fn the_first_tick_of_a_coarse_space_is_covered_whole() {
+        // 1 s ticks: the space came into force 500 ms into tick T, and its nodes issued in T
+        // (released with HWM = the start of T, before issues_from).
+        const COARSE: &str = "time:31@1s,worker:10,seq:22";
+        let Ok(layout) = Layout::parse(COARSE).and_then(|l| l.with_epoch(EPOCH)) else {
+            panic!("the layout parses");
+        };
+        let Some(tick) = layout.tick_at(NOW + 500) else {
+            panic!("after the epoch");
+        };
+        let current = IdSpaceRecord {
+            version: 2,
+            space: IdSpace::of(&layout, 0),
+            issues_from_ms: NOW + 500,
+            first_id: layout.min_id_at(tick, 0),
+            recorded_at_ms: NOW + 500,
+        };
+        let hwm = layout.tick_start_ms(tick);
+        assert!(hwm < current.issues_from_ms);
+        // Same time field and width, still inside T: its first ID would be T's first.
+        let same_shift = space("time:31@1s,worker:11,seq:21", EPOCH);
+        let refused = plan_change(&current, &same_shift, hwm, NOW + 600);
+        assert!(
+            matches!(refused, Err(Error::IdSpaceRefused(_))),
+            "{refused:?}"
+        );
+        assert!(plan_change(&current, &same_shift, hwm, NOW + 1_000).is_ok());
     }
 }

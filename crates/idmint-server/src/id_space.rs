@@ -138,9 +138,8 @@ impl SpaceLayouts {
     /// The space whose range of values holds `id`, and its layout; `None` when no space is
     /// recorded.
     pub fn space_of(&self, id: u64) -> Option<(&IdSpaceRecord, &Layout)> {
-        let record = space_of(&self.history, id)?;
-        let index = self.history.iter().position(|r| r == record)?;
-        Some((record, self.layouts.get(index)?))
+        let index = space_of(&self.history, id)?;
+        Some((self.history.get(index)?, self.layouts.get(index)?))
     }
 
     /// Takes `id` apart with the space that issued it, naming its version; `None` when no

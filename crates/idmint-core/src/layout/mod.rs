@@ -401,6 +401,27 @@ impl Layout {
         self.time.put(tick) | self.seq.put(seq) | self.shard.map_or(0, |f| f.put(shard))
     }
 
+    /// The largest ID of datacenter `dc` at `tick` or any earlier tick: the time field at
+    /// `tick`, every other field at its maximum. It bounds those IDs whatever the order of the
+    /// fields, since the fields above the time field are at their maximum too.
+    pub fn max_id_at(&self, tick: u64, dc: u64) -> u64 {
+        let max = |f: Option<Field>| f.map_or(0, |f| f.max_value());
+        self.compose_fixed(dc & max(self.dc), max(self.worker))
+            | self.compose_unchecked(
+                tick.min(self.max_tick()),
+                self.seq.max_value(),
+                max(self.shard),
+            )
+    }
+
+    /// The smallest ID of datacenter `dc` at `tick` or any later tick: the time field at
+    /// `tick`, every other field 0.
+    pub fn min_id_at(&self, tick: u64, dc: u64) -> u64 {
+        let max = |f: Option<Field>| f.map_or(0, |f| f.max_value());
+        self.compose_fixed(dc & max(self.dc), 0)
+            | self.compose_unchecked(tick.min(self.max_tick()), 0, 0)
+    }
+
     /// Splits an ID into its parts. Errors when `id` has bits above the layout's width.
     pub fn decompose(&self, id: u64) -> Result<IdParts> {
         let bits = self.total_bits();
