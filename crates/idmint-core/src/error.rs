@@ -217,6 +217,23 @@ pub enum Error {
         given: Box<IdSpace>,
     },
 
+    /// The namespace has worker leases with high-water marks but no recorded ID space: nodes
+    /// of an idmint from before ID spaces were recorded issued IDs there, under settings
+    /// nobody wrote down. A node must not guess them (its own might differ), so the operator
+    /// records them once with `idmint id-space adopt`.
+    #[error(
+        "this namespace has {workers} worker lease(s) from before ID spaces were recorded, so \
+         the layout, epoch and datacenter its IDs were issued with are not known; record the \
+         settings those nodes ran with, once, with `idmint id-space adopt --layout SPEC \
+         [--epoch EPOCH] [--datacenter N]` (this node was given {given}), then start it again"
+    )]
+    IdSpaceUnrecorded {
+        /// The space this node was given.
+        given: Box<IdSpace>,
+        /// How many worker IDs have a high-water mark.
+        workers: u64,
+    },
+
     /// A change of ID space was refused: it would overlap IDs already issued, or nodes of the
     /// current space still run. Nothing was changed.
     #[error("ID space change refused: {0}")]

@@ -16,13 +16,16 @@ const PIN_TRIES: usize = 3;
 /// none is. Returns the whole history, oldest first (its last record is `given`'s).
 ///
 /// Fails with [`Error::IdSpaceMismatch`] when another space is in force: the node must not
-/// start, since its ticks would become other values than those the HWMs fence.
+/// start, since its ticks would become other values than those the HWMs fence. Fails with
+/// [`Error::IdSpaceUnrecorded`] when none is recorded but worker IDs were leased before (a
+/// store of an idmint from before ID spaces): see [`adopt`].
 pub async fn pin(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<Vec<IdSpaceRecord>> {
     for _ in 0..PIN_TRIES {
         let history = leases.id_spaces().await?;
         if check_pinned(&history, given)?.is_some() {
             return Ok(history);
         }
+        refuse_unrecorded_leases(leases, given).await?;
         match leases
             .record_id_space(&IdSpaceRecord::first(given.clone()), 0)
             .await
@@ -36,6 +39,41 @@ pub async fn pin(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<Vec<IdSpa
     Err(Error::StoreConflict(
         "the ID space kept changing while this node started".into(),
     ))
+}
+
+/// Refuses to record a first space over worker leases that issued IDs before any was recorded.
+async fn refuse_unrecorded_leases(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<()> {
+    let workers = leases.list_leases().await?;
+    let issued = workers.iter().filter(|w| w.hwm_ms > 0).count() as u64;
+    if issued == 0 {
+        return Ok(());
+    }
+    Err(Error::IdSpaceUnrecorded {
+        given: Box::new(given.clone()),
+        workers: issued,
+    })
+}
+
+/// Records `space` as the first space of a namespace whose nodes issued IDs before ID spaces
+/// were recorded: the operator declares the settings those nodes ran with (`idmint id-space
+/// adopt`). Refused when a space is recorded already.
+pub async fn adopt(leases: &dyn WorkerLeases, space: &IdSpace) -> Result<IdSpaceRecord> {
+    let history = leases.id_spaces().await?;
+    if let Some(current) = history.last() {
+        return Err(Error::IdSpaceRefused(format!(
+            "this namespace already records its ID space (version {}: {}); use \
+             `idmint id-space change` to move it",
+            current.version, current.space
+        )));
+    }
+    leases
+        .record_id_space(&IdSpaceRecord::first(space.clone()), 0)
+        .await?;
+    let history = leases.id_spaces().await?;
+    history
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::StoreInvalid("the ID space just recorded is not in the store".into()))
 }
 
 /// What [`change`] did, or would do with `dry_run`.

@@ -15,6 +15,7 @@ use idmint_core::{Error, IdSpace, IdSpaceRecord, Layout};
 use idmint_server::id_space::{self, ChangeReport};
 
 use crate::error::InputError;
+use crate::layout_opts::LayoutOpts;
 use crate::store_opts::StoreOpts;
 
 /// Arguments of `idmint id-space`.
@@ -34,6 +35,24 @@ enum Action {
     /// Move the namespace to another layout, epoch or datacenter: accepted only when every ID
     /// the new space can issue from now on is above every ID issued so far, and no node runs.
     Change(ChangeArgs),
+    /// Record, once, the settings that nodes of an idmint from before ID spaces were recorded
+    /// ran with, so new nodes can check theirs against them.
+    Adopt(AdoptArgs),
+}
+
+/// Arguments of `idmint id-space adopt`.
+#[derive(Debug, Args)]
+struct AdoptArgs {
+    #[command(flatten)]
+    store: StoreOpts,
+
+    /// The layout and epoch the earlier nodes ran with.
+    #[command(flatten)]
+    layout: LayoutOpts,
+
+    /// The datacenter the earlier nodes ran with.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    datacenter: u64,
 }
 
 /// Arguments of `idmint id-space show`.
@@ -102,6 +121,17 @@ pub fn run(args: &IdSpaceArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                 return Ok(());
             }
             write_show(out, &store.display_url, &namespace, &spaces, &workers)
+        }
+        Action::Adopt(adopt) => {
+            let layout = adopt.layout.resolve(now_ms)?;
+            layout
+                .check_fits(idmint_core::FieldKind::Dc, adopt.datacenter)
+                .map_err(|e| InputError::new("--datacenter", e))?;
+            let (store, _) = adopt.store.open(&runtime)?;
+            let space = IdSpace::of(&layout, adopt.datacenter);
+            let record = runtime.block_on(id_space::adopt(store.leases.as_ref(), &space))?;
+            writeln!(out, "ID space recorded: version {}", record.version)?;
+            write_record(out, &record)
         }
         Action::Change(change) => {
             if change.layout.is_none() && change.epoch.is_none() && change.datacenter.is_none() {

@@ -71,6 +71,7 @@ fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
                         | Core::InvalidEpoch { .. }
                         | Core::InvalidArgument { .. }
                         | Core::IdSpaceMismatch { .. }
+                        | Core::IdSpaceUnrecorded { .. }
                 )
         )
     )

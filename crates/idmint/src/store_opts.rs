@@ -79,8 +79,7 @@ pub fn open_existing(
         )
         .into());
     }
-    let store = runtime
-        .block_on(idmint_store::open(url, options))
-        .map_err(|e| InputError::new("--store", e))?;
+    // An unreachable or refusing store is a failure (exit 1), not a usage error.
+    let store = runtime.block_on(idmint_store::open(url, options))?;
     Ok(store)
 }

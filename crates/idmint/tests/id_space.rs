@@ -304,6 +304,126 @@ async fn other_settings_are_refused_and_take_nothing(store: String) {
     assert_eq!(spaces[1]["datacenter"], 1);
 }
 
+/// A store whose nodes issued IDs before ID spaces were recorded (a worker lease with an HWM,
+/// no record): a node refuses to guess the settings; `id-space adopt` records them, once.
+async fn a_store_from_before_id_spaces_is_adopted_explicitly(store: String) {
+    let ns = namespace("adopt");
+    let options = idmint_store::StoreOptions {
+        namespace: ns.clone(),
+        ..idmint_store::StoreOptions::default()
+    };
+    let opened = idmint_store::open(&store, &options).await.unwrap();
+    let request = idmint_core::store::LeaseRequest {
+        node_name: "old-node".into(),
+        worker_count: 1024,
+        worker_id: None,
+        ttl: Duration::from_secs(30),
+        id_space: None,
+    };
+    let lease = opened.leases.acquire(&request).await.unwrap();
+    let hwm = 1_790_000_000_000;
+    opened.leases.release(&lease, hwm).await.unwrap();
+
+    let flags = ["--namespace", &ns, "--layout", LAYOUT];
+    let (code, log) = refused_serve(&store, "node-a", &flags);
+    assert_eq!(code, 2, "{log}");
+    assert!(log.contains("idmint id-space adopt"), "{log}");
+    assert_eq!(show(&store, &ns)["spaces"].as_array().unwrap().len(), 0);
+
+    let adopt = ["id-space", "adopt", "--store", &store, "--namespace", &ns];
+    let (code, out, err) = run(&[&adopt[..], &["--layout", LAYOUT]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("version 1"), "{out}");
+    let (code, _, err) = run(&[&adopt[..], &["--layout", LAYOUT]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("already records"), "{err}");
+
+    let node = Server::start_with(&store, "node-a", &flags);
+    let ids = mint(&node, Duration::from_millis(200)).await;
+    node.stop();
+    // Above the old node's HWM: the fence holds across the adoption.
+    let Ok(layout) = idmint_core::Layout::parse(LAYOUT) else {
+        panic!("the layout parses");
+    };
+    let floor = layout.max_id_at(layout.tick_at(hwm).unwrap(), 0);
+    assert!(ids.iter().all(|id| *id > floor));
+}
+
+/// A node frozen past its lease while the space changes: when it wakes, its renewal finds the
+/// token moved on and its new lease is refused under the old space, so it serves no more
+/// snowflakes and says why on `/readyz`; nothing it hands out lies in the new space.
+async fn a_node_frozen_across_a_change_retires(store: String) {
+    let ns = namespace("frozen");
+    let flags = [
+        "--namespace",
+        &ns,
+        "--layout",
+        LAYOUT,
+        "--lease-ttl",
+        "2s",
+        "--lease-renew",
+        "500ms",
+        "--hwm-lead",
+        "1500ms",
+    ];
+    let node = Server::start_with(&store, "frozen", &flags);
+    mint(&node, Duration::from_millis(200)).await;
+    let signal = |name: &str| {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &node.pid().to_string()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "kill -{name}");
+    };
+    signal("STOP");
+    std::thread::sleep(Duration::from_millis(2_500));
+    let earlier = (EPOCH_MS - 86_400_000).to_string();
+    let change = ["id-space", "change", "--store", &store, "--namespace", &ns];
+    let (code, _, err) = run(&[&change[..], &["--epoch", &earlier]].concat());
+    signal("CONT");
+    assert_eq!(code, 0, "{err}");
+    let new_first: u64 = show(&store, &ns)["spaces"][1]["first_id"].as_u64().unwrap();
+
+    let http = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut handed_out = Vec::new();
+    let retired = loop {
+        let body: serde_json::Value = http
+            .get(format!("{}/v1/snowflake?count=10", node.http))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if let Some(ids) = body["ids"].as_array() {
+            handed_out.extend(
+                ids.iter()
+                    .map(|id| id.as_str().unwrap().parse::<u64>().unwrap()),
+            );
+        }
+        let ready: serde_json::Value = http
+            .get(format!("{}/readyz", node.http))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if ready["error"]["code"] == "id_space_changed" {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(retired, "/readyz never said id_space_changed");
+    assert!(handed_out.iter().all(|id| *id < new_first));
+    node.stop();
+}
+
 macro_rules! on_every_store {
     ($name:ident, $test:ident) => {
         mod $name {
@@ -372,3 +492,8 @@ fn operator_commands_never_create_an_embedded_store() {
         );
     }
 }
+on_every_store!(adopted, a_store_from_before_id_spaces_is_adopted_explicitly);
+on_every_store!(
+    frozen_across_a_change,
+    a_node_frozen_across_a_change_retires
+);

@@ -35,6 +35,12 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
         ));
     }
     let keeper = state.ids.keeper();
+    if let Some(error) = keeper.retired() {
+        return Err(not_ready(
+            "id_space_changed",
+            format!("{error} (not ready until restarted)"),
+        ));
+    }
     if !keeper.is_held() {
         return Err(not_ready(
             "lease_not_held",

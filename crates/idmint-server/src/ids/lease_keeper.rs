@@ -13,7 +13,7 @@
 //! - on release, writes the highest tick issued and frees the worker ID.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -407,6 +407,8 @@ pub struct LeaseKeeper {
     /// Held across every store write of the lease (renew, re-acquire, release), so a renewal
     /// in flight can never land after the release and bring the lease back to life.
     writing: Mutex<()>,
+    /// Why the keeper gave up for good (the namespace's ID space changed under it), if it did.
+    retired: OnceLock<Error>,
 }
 
 impl LeaseKeeper {
@@ -441,6 +443,7 @@ impl LeaseKeeper {
             confirmed_ms: AtomicU64::new(0),
             stop: watch::Sender::new(false),
             writing: Mutex::new(()),
+            retired: OnceLock::new(),
         }))
     }
 
@@ -455,6 +458,12 @@ impl LeaseKeeper {
     /// Do not keep the guard across an `.await`.
     pub fn holding(&self) -> arc_swap::Guard<Arc<Holding>> {
         self.current.load()
+    }
+
+    /// Why this node can never hold a worker lease again until restarted (the namespace's ID
+    /// space changed while it ran), if so: `/readyz` reports it.
+    pub fn retired(&self) -> Option<&Error> {
+        self.retired.get()
     }
 
     /// The current lease.
@@ -494,6 +503,9 @@ impl LeaseKeeper {
                     self.held.store(false, Ordering::SeqCst);
                     tracing::warn!(worker_id, "worker lease lost: acquiring a worker ID again");
                     self.reacquire(&mut stop).await;
+                    if self.retired().is_some() {
+                        return;
+                    }
                 }
                 Err(error) => {
                     // The generator keeps issuing up to the HWM confirmed last time.
@@ -513,6 +525,10 @@ impl LeaseKeeper {
         self.held.store(false, Ordering::SeqCst);
         let holding = self.current.load_full();
         let issued = holding.generator.close();
+        if self.retired().is_some() {
+            // The lease was fenced off by the ID-space change: there is nothing left to free.
+            return Ok(());
+        }
         let final_hwm_ms = self.settings.layout.tick_start_ms(issued);
         self.settings
             .store
@@ -566,6 +582,14 @@ impl LeaseKeeper {
                         self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
                         self.current.store(Arc::new(holding));
                         self.held.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    // The namespace moved to another ID space: no retry can succeed, and this
+                    // node must not issue under the old one. It stays up (not ready) for its
+                    // operator to restart it with the new settings.
+                    Err(error @ Error::IdSpaceChanged { .. }) => {
+                        tracing::error!(%error, "this node issues no more snowflakes");
+                        let _ = self.retired.set(error);
                         return;
                     }
                     Err(error) => tracing::warn!(%error, "acquiring a worker ID failed; retrying"),

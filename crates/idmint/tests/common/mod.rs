@@ -84,6 +84,11 @@ impl Server {
         }
     }
 
+    /// The server's process ID, to signal it.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM and waits for a clean exit.
     pub fn stop(mut self) {
         let pid = self.child.id().to_string();
