@@ -87,15 +87,18 @@ pub struct ChangeReport {
     pub recorded: bool,
 }
 
-/// Moves the namespace to `new` at `now_ms`, if every ID `new` can issue lies above every ID
-/// issued so far (see `idmint_core::id_space::plan_change`) and no node holds a live lease;
-/// with `dry_run`, only judges. Refuses with the numbers otherwise.
+/// Moves the namespace to `new` from now by the store's clock, if every ID `new` can issue
+/// lies above every ID issued so far (see `idmint_core::id_space::plan_change`) and no node
+/// holds a live lease; with `dry_run`, only judges. Refuses with the numbers otherwise.
+///
+/// The moment is the store's, like lease expiry: an operator's machine whose clock ran hours
+/// ahead would otherwise start the new space hours ahead, and every node would wait for it.
 pub async fn change(
     leases: &dyn WorkerLeases,
     new: &IdSpace,
-    now_ms: u64,
     dry_run: bool,
 ) -> Result<ChangeReport> {
+    let now_ms = leases.clock_ms().await?;
     let history = leases.id_spaces().await?;
     let Some(current) = history.last() else {
         return Err(nothing_recorded());

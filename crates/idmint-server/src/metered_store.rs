@@ -120,6 +120,10 @@ impl WorkerLeases for MeteredLeases {
         measure("list_leases", self.0.list_leases()).await
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        measure("clock", self.0.clock_ms()).await
+    }
+
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
         measure("id_spaces", self.0.id_spaces()).await
     }

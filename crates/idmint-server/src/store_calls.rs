@@ -173,6 +173,11 @@ impl WorkerLeases for MainRuntimeLeases {
         run_on(&self.runtime, async move { store.list_leases().await }).await
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        let store = Arc::clone(&self.inner);
+        run_on(&self.runtime, async move { store.clock_ms().await }).await
+    }
+
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
         let store = Arc::clone(&self.inner);
         run_on(&self.runtime, async move { store.id_spaces().await }).await
@@ -260,6 +265,10 @@ mod tests {
         async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
             self.note();
             self.inner.list_leases().await
+        }
+        async fn clock_ms(&self) -> Result<u64> {
+            self.note();
+            self.inner.clock_ms().await
         }
         async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
             self.note();

@@ -714,6 +714,17 @@ impl WorkerLeases for SqliteStore {
         bounded(self.timeout, "listing worker leases", call).await
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        let call = async {
+            let now: i64 = sqlx::query_scalar(q(&self.sql.now))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| sql_error("reading the store's clock", e))?;
+            to_u64("now", now)
+        };
+        bounded(self.timeout, "reading the store's clock", call).await
+    }
+
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
         let call = async {
             let rows: Vec<rows::IdSpaceRow> = sqlx::query_as(q(&self.sql.id_spaces))

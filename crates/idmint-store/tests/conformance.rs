@@ -543,6 +543,12 @@ mod suite {
     pub async fn id_spaces_are_recorded_and_fence_leases(store: Store) {
         let leases = &store.leases;
         assert_eq!(leases.id_spaces().await.unwrap(), []);
+        // The store's clock, which a change takes its moment from: this machine's, give or take.
+        let local = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        assert!(leases.clock_ms().await.unwrap().abs_diff(local) < 5_000);
         let mut ask = request("a", None, 4, Duration::from_secs(30));
         ask.id_space = Some(1);
         assert!(matches!(

@@ -148,8 +148,7 @@ pub fn run(args: &IdSpaceArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                     Some(current) => new_space(change, &current.space, now_ms)?,
                     None => return Err(id_space::nothing_recorded().into()),
                 };
-                let report =
-                    id_space::change(store.leases.as_ref(), &new, now_ms, change.dry_run).await?;
+                let report = id_space::change(store.leases.as_ref(), &new, change.dry_run).await?;
                 Ok::<_, anyhow::Error>(report)
             })?;
             if change.json {

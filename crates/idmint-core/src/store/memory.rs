@@ -291,6 +291,11 @@ impl WorkerLeases for MemoryStore {
         Ok(self.enter().await?.id_spaces.clone())
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        drop(self.enter().await?);
+        Ok(self.clock.now_ms())
+    }
+
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;

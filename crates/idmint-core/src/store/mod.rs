@@ -208,6 +208,10 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
     /// Every worker ID ever leased, by worker ID.
     async fn list_leases(&self) -> Result<Vec<LeaseInfo>>;
 
+    /// The store's clock, ms since the Unix epoch: the clock lease expiry is judged by, and the
+    /// one an ID-space change takes its moment from (not the operator's machine's).
+    async fn clock_ms(&self) -> Result<u64>;
+
     /// The namespace's recorded ID spaces, oldest first; empty before any node served.
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>>;
 

@@ -125,6 +125,10 @@ impl WorkerLeases for WatchedLeases {
         self.latch.observe(self.inner.list_leases().await)
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        self.latch.observe(self.inner.clock_ms().await)
+    }
+
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
         self.latch.observe(self.inner.id_spaces().await)
     }

@@ -650,6 +650,19 @@ impl WorkerLeases for RedisStore {
         }
     }
 
+    async fn clock_ms(&self) -> Result<u64> {
+        let what = "reading the store's clock";
+        let call = async {
+            let mut conn = self.conn.clone();
+            redis::cmd("TIME")
+                .query_async::<(u64, u64)>(&mut conn)
+                .await
+                .map_err(|e| redis_error(what, e))
+        };
+        let (seconds, micros) = bounded(self.timeout, what, call).await?;
+        Ok(seconds.saturating_mul(1_000).saturating_add(micros / 1_000))
+    }
+
     async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
         let what = "reading the ID spaces";
         let call = async {
