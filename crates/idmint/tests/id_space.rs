@@ -37,7 +37,7 @@ fn server_url(variable: &str) -> String {
 
 /// Runs `idmint ARGS` to its end (at most 60 s): exit status, stdout, stderr.
 fn run(args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_idmint"))
+    let child = Command::new(env!("CARGO_BIN_EXE_idmint"))
         .args(args)
         .env("NO_COLOR", "1")
         .stdin(Stdio::null())
@@ -45,41 +45,27 @@ fn run(args: &[&str]) -> (i32, String, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("idmint {args:?} did not end within 60 s");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status.code().unwrap_or(-1), out, err)
+    finish(child, &format!("idmint {args:?} did not end within 60 s"))
 }
 
 /// `idmint serve` that must refuse to start: its exit status and log.
 fn refused_serve(store: &str, node: &str, extra: &[&str]) -> (i32, String) {
-    let mut child = idmint_command()
+    let child = idmint_command()
         .args(["serve", "--store", store, "--node-name", node])
         .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
         .args(extra)
         .spawn()
         .unwrap();
+    let (code, _, log) = finish(
+        child,
+        &format!("idmint serve {extra:?} should refuse, but runs"),
+    );
+    (code, log)
+}
+
+/// Waits at most 60 s for `child` to end (killing it and failing with `overdue` after that),
+/// then reads what it wrote to the pipes it has: exit status, stdout, stderr.
+fn finish(mut child: std::process::Child, overdue: &str) -> (i32, String, String) {
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -87,18 +73,20 @@ fn refused_serve(store: &str, node: &str, extra: &[&str]) -> (i32, String) {
         }
         if Instant::now() > deadline {
             let _ = child.kill();
-            panic!("idmint serve {extra:?} was expected to refuse, but it runs");
+            panic!("{overdue}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    let mut log = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut log)
-        .unwrap();
-    (status.code().unwrap_or(-1), log)
+    let read = |pipe: Option<&mut dyn Read>| {
+        let mut text = String::new();
+        if let Some(pipe) = pipe {
+            pipe.read_to_string(&mut text).unwrap();
+        }
+        text
+    };
+    let out = read(child.stdout.as_mut().map(|p| p as &mut dyn Read));
+    let err = read(child.stderr.as_mut().map(|p| p as &mut dyn Read));
+    (status.code().unwrap_or(-1), out, err)
 }
 
 /// Snowflakes from `server` for `length`, 100 per call.
