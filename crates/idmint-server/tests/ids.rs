@@ -354,3 +354,34 @@ async fn policy_switch_with_a_static_worker_id_waits_instead() {
     ));
     node.shutdown().await.unwrap();
 }
+
+/// A clock behind the start of a changed ID space (not behind any worker's HWM): `switch` does
+/// not try other worker IDs, which all share that start; it waits like `wait`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clock_behind_the_space_start_waits_without_switching() {
+    let url = sqlite_url();
+    a_first_run(&url).await;
+    let opened = store(&url).await;
+    let Ok(earlier) = Layout::parse_with_epoch("time:41@1ms,worker:10,seq:12", Some("2024-01-01"))
+    else {
+        panic!("the layout parses");
+    };
+    let space = idmint_core::IdSpace::of(&earlier, 0);
+    let report = idmint_server::id_space::change(opened.leases.as_ref(), &space, false)
+        .await
+        .unwrap();
+    let starts = report.change.record.issues_from_ms;
+    let rows_before = opened.leases.list_leases().await.unwrap().len();
+
+    let clock: Arc<dyn Clock> = ManualClock::shared(starts - 60_000);
+    let mut config = with_policy("a", ClockPolicy::Switch);
+    config.layout = earlier;
+    let node = Ids::start(config, store(&url).await, clock).await.unwrap();
+    assert!(node.snowflake_clock_behind_ms() > 50_000);
+    // No worker ID was taken and given back for nothing.
+    assert_eq!(
+        opened.leases.list_leases().await.unwrap().len(),
+        rows_before
+    );
+    node.shutdown().await.unwrap();
+}

@@ -241,6 +241,27 @@ impl Settings {
                 break Ok(lease);
             }
             let policy = self.config.clock_policy;
+            if self.config.issues_from_ms > lease.hwm_ms.saturating_add(self.layout.unit().millis())
+            {
+                // Not this worker's HWM but the start of the ID space: every worker ID shares
+                // it, so switching cannot help; `switch` waits like `wait`.
+                tracing::warn!(
+                    worker_id = lease.worker_id,
+                    space_starts_at = %format_ms_rfc3339(self.config.issues_from_ms),
+                    behind_ms,
+                    policy = policy.as_str(),
+                    "the clock is behind the start of the namespace's ID space"
+                );
+                if policy == ClockPolicy::Fail {
+                    let worker_id = lease.worker_id;
+                    refused.push(lease);
+                    break Err(Error::ClockBehindHwm {
+                        worker_id,
+                        behind_ms,
+                    });
+                }
+                break Ok(lease);
+            }
             tracing::warn!(
                 worker_id = lease.worker_id,
                 hwm_ms = lease.hwm_ms,
