@@ -144,8 +144,6 @@ async fn epochs_two_seconds_apart_share_no_id(store: String) {
     let moved_flags = ["--namespace", &ns, "--layout", LAYOUT, "--epoch", &moved];
 
     let first = Server::start_with(&store, "node-a", &first_flags);
-    let first_ids = mint(&first, Duration::from_millis(1_500)).await;
-    let first_decoded = decode(&first, first_ids[0]).await;
     // While it serves, no change is accepted: it could issue above any HWM read now.
     let change = ["id-space", "change", "--store", &store, "--namespace", &ns];
     let (code, _, err) = run(&[&change[..], &["--epoch", &moved]].concat());
@@ -154,8 +152,18 @@ async fn epochs_two_seconds_apart_share_no_id(store: String) {
         err.contains("still hold worker leases") && err.contains("node-a"),
         "{err}"
     );
+    let first_ids = mint(&first, Duration::from_millis(1_500)).await;
+    let first_decoded = decode(&first, first_ids[0]).await;
     first.stop();
 
+    // Right after the first run, the moved epoch still reaches back into its IDs (checked
+    // first: the margin is the 2,011 ms the epoch moved).
+    let (code, _, err) = run(&[&change[..], &["--epoch", &moved]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("would overlap") && err.contains("accepted from"),
+        "{err}"
+    );
     let (code, log) = refused_serve(&store, "node-a", &moved_flags);
     assert_eq!(code, 2, "{log}");
     assert!(
@@ -164,14 +172,6 @@ async fn epochs_two_seconds_apart_share_no_id(store: String) {
     );
     assert!(log.contains("idmint id-space change"), "{log}");
     assert!(!log.contains("worker lease acquired"), "{log}");
-
-    // Right after the first run, the moved epoch still reaches back into its IDs.
-    let (code, _, err) = run(&[&change[..], &["--epoch", &moved]].concat());
-    assert_eq!(code, 1, "{err}");
-    assert!(
-        err.contains("would overlap") && err.contains("accepted from"),
-        "{err}"
-    );
     assert_eq!(show(&store, &ns)["spaces"].as_array().unwrap().len(), 1);
     // Once the clock has passed that point, the same change goes through.
     std::thread::sleep(Duration::from_millis(2_200));
