@@ -89,33 +89,40 @@ fn finish(mut child: std::process::Child, overdue: &str) -> (i32, String, String
     (status.code().unwrap_or(-1), out, err)
 }
 
+/// `GET PATH` on `server`, its JSON body (an error body too).
+async fn get_json(http: &reqwest::Client, server: &Server, path: &str) -> serde_json::Value {
+    let url = format!("{}{path}", server.http);
+    http.get(url).send().await.unwrap().json().await.unwrap()
+}
+
+/// The IDs of a `{"ids": [...]}` body; none for an error body.
+fn ids_of(body: &serde_json::Value) -> Vec<u64> {
+    let ids = body["ids"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    ids.iter()
+        .map(|id| id.as_str().unwrap().parse::<u64>().unwrap())
+        .collect()
+}
+
 /// Snowflakes from `server` for `length`, 100 per call.
 async fn mint(server: &Server, length: Duration) -> Vec<u64> {
     let http = reqwest::Client::new();
-    let url = format!("{}/v1/snowflake?count=100", server.http);
     let started = Instant::now();
     let mut ids = Vec::new();
     while started.elapsed() < length {
-        let body: serde_json::Value = http.get(&url).send().await.unwrap().json().await.unwrap();
-        ids.extend(
-            body["ids"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|id| id.as_str().unwrap().parse::<u64>().unwrap()),
-        );
+        let body = get_json(&http, server, "/v1/snowflake?count=100").await;
+        let batch = ids_of(&body);
+        assert!(!batch.is_empty(), "{body}");
+        ids.extend(batch);
     }
     ids
 }
 
 /// `/v1/decode/{id}` on `server`.
 async fn decode(server: &Server, id: u64) -> serde_json::Value {
-    reqwest::get(format!("{}/v1/decode/{id}", server.http))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    get_json(&reqwest::Client::new(), server, &format!("/v1/decode/{id}")).await
 }
 
 /// `idmint id-space show --json`.
@@ -377,28 +384,9 @@ async fn a_node_frozen_across_a_change_retires(store: String) {
     let deadline = Instant::now() + Duration::from_secs(10);
     let mut handed_out = Vec::new();
     let retired = loop {
-        let body: serde_json::Value = http
-            .get(format!("{}/v1/snowflake?count=10", node.http))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if let Some(ids) = body["ids"].as_array() {
-            handed_out.extend(
-                ids.iter()
-                    .map(|id| id.as_str().unwrap().parse::<u64>().unwrap()),
-            );
-        }
-        let ready: serde_json::Value = http
-            .get(format!("{}/readyz", node.http))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let body = get_json(&http, &node, "/v1/snowflake?count=10").await;
+        handed_out.extend(ids_of(&body));
+        let ready = get_json(&http, &node, "/readyz").await;
         if ready["error"]["code"] == "id_space_changed" {
             break true;
         }
