@@ -25,7 +25,10 @@ pub async fn pin(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<Vec<IdSpa
         if check_pinned(&history, given)?.is_some() {
             return Ok(history);
         }
-        refuse_unrecorded_leases(leases, given).await?;
+        if !may_record_first(leases, given).await? {
+            // Another node recorded a space meanwhile (and leased under it): compare with it.
+            continue;
+        }
         match leases
             .record_id_space(&IdSpaceRecord::first(given.clone()), 0)
             .await
@@ -41,12 +44,21 @@ pub async fn pin(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<Vec<IdSpa
     ))
 }
 
-/// Refuses to record a first space over worker leases that issued IDs before any was recorded.
-async fn refuse_unrecorded_leases(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<()> {
+/// Whether a first space may be recorded: refuses over worker leases that issued IDs before any
+/// space was recorded ([`Error::IdSpaceUnrecorded`]); false when a space was recorded since the
+/// caller read none.
+///
+/// The leases are read before the spaces: a node of this version records a space before it
+/// leases, so leases with an HWM and still no space afterwards can only be older ones, while a
+/// space recorded by a node starting at the same moment shows up here and is compared with.
+async fn may_record_first(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<bool> {
     let workers = leases.list_leases().await?;
     let issued = workers.iter().filter(|w| w.hwm_ms > 0).count() as u64;
     if issued == 0 {
-        return Ok(());
+        return Ok(true);
+    }
+    if !leases.id_spaces().await?.is_empty() {
+        return Ok(false);
     }
     Err(Error::IdSpaceUnrecorded {
         given: Box::new(given.clone()),
@@ -191,5 +203,74 @@ impl SpaceLayouts {
             id_space: Some(record.version),
             ..decoded
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use idmint_core::store::{LeaseRequest, MemoryStore};
+    use idmint_core::ManualClock;
+
+    use super::*;
+
+    fn space() -> IdSpace {
+        IdSpace {
+            layout: "time:41@1ms,worker:10,seq:12".into(),
+            epoch_ms: 1_735_689_600_000,
+            datacenter: 0,
+        }
+    }
+
+    /// A store with one worker lease that issued up to an HWM, and `recorded` spaces.
+    async fn leased(recorded: bool) -> MemoryStore {
+        let store = MemoryStore::new(ManualClock::shared(1_800_000_000_000));
+        if recorded {
+            let first = IdSpaceRecord::first(space());
+            let Ok(()) = store.record_id_space(&first, 0).await else {
+                panic!("the first space records");
+            };
+        }
+        let request = LeaseRequest {
+            node_name: "a".into(),
+            worker_count: 4,
+            worker_id: None,
+            ttl: Duration::from_secs(10),
+            id_space: None,
+        };
+        let Ok(lease) = store.acquire(&request).await else {
+            panic!("a worker ID is free");
+        };
+        let Ok(_) = store.renew(&lease, 1_800_000_001_000, request.ttl).await else {
+            panic!("the lease renews");
+        };
+        store
+    }
+
+    /// Leases and a space recorded since the caller read none (a node starting at the same
+    /// moment): compare with that space, never take its lease for an older version's.
+    #[tokio::test]
+    async fn leases_of_a_node_that_recorded_meanwhile_are_not_taken_for_old_ones() {
+        let store = leased(true).await;
+        assert!(matches!(
+            may_record_first(&store, &space()).await,
+            Ok(false)
+        ));
+        let store: Arc<dyn WorkerLeases> = Arc::new(leased(true).await);
+        assert!(pin(store.as_ref(), &space()).await.is_ok());
+    }
+
+    /// Leases with an HWM and no space at all: an older idmint's, refused until adopted.
+    #[tokio::test]
+    async fn leases_with_no_space_are_refused_until_adopted() {
+        let store = leased(false).await;
+        assert!(matches!(
+            pin(&store, &space()).await,
+            Err(Error::IdSpaceUnrecorded { workers: 1, .. })
+        ));
+        assert!(adopt(&store, &space()).await.is_ok());
+        assert!(pin(&store, &space()).await.is_ok());
     }
 }
