@@ -2,9 +2,8 @@
 //! another epoch, layout or datacenter is refused and issues nothing; `idmint id-space change`
 //! refuses a space that overlaps what was issued (or while a node runs) and accepts one above
 //! it; IDs from before and after a change decode with their own space. On every backend.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::process::{Command, Stdio};

@@ -1,7 +1,6 @@
 //! `idmint next` and `idmint tags` against a real `idmint serve` with an admin token.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output};
 

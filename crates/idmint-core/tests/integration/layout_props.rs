@@ -1,6 +1,5 @@
 //! Properties of layouts: every valid layout survives a spec round trip, and composing then
 //! decomposing an ID gives back its parts, for arbitrary layouts and values.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use idmint_core::layout::{FieldKind, IdParts, Layout, TimeUnit, MAX_LAYOUT_BITS};
 use proptest::prelude::*;

@@ -2,9 +2,8 @@
 //! the real servers a schema newer than this binary and (PostgreSQL, where a database of its
 //! own can be made non-durable without touching the shared server) a store that cannot promise
 //! durability.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 use idmint_core::Error;

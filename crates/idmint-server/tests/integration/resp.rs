@@ -1,7 +1,6 @@
 //! The Redis-protocol front end against a real SQLite store, driven by the `redis` crate, by
 //! raw TCP (malformed frames, inline commands) and by the real `redis-cli` and
 //! `redis-benchmark` (installed by `scripts/with-stores`, under which the tests run).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -19,6 +18,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+use crate::common::prometheus;
 
 /// A layout with a shard field, so `SHARD k` can be checked in decoded IDs.
 const LAYOUT: &str = "time:41@1ms,worker:6,shard:4,seq:12";
@@ -849,17 +850,6 @@ async fn shutdown_closes_idle_connections_and_stops_accepting() {
         TcpStream::connect(("127.0.0.1", port)).await.is_err(),
         "still accepting"
     );
-}
-
-/// The Prometheus recorder, installed once for this test binary.
-fn prometheus() -> &'static metrics_exporter_prometheus::PrometheusHandle {
-    static HANDLE: std::sync::OnceLock<metrics_exporter_prometheus::PrometheusHandle> =
-        std::sync::OnceLock::new();
-    HANDLE.get_or_init(|| {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .install_recorder()
-            .unwrap()
-    })
 }
 
 /// The value of the sample line starting with `series`, 0 when absent.

@@ -1,18 +1,18 @@
 //! The HTTP front end against a real SQLite store, over a real socket, driven by reqwest:
 //! every route, every error status and body, Leaf's paths, health, metrics, and many
 //! concurrent clients never sharing an ID.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
 use idmint_server::http::{self, HttpOptions};
+
+use crate::common::prometheus;
 use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
 use idmint_store::StoreOptions;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -30,14 +30,6 @@ fn sqlite_url() -> String {
     let file = dir.join(format!("http-{}-{n}.db", std::process::id()));
     let _ = std::fs::remove_file(&file);
     format!("sqlite://{}", file.display())
-}
-
-/// The global Prometheus recorder, installed once for the whole test binary.
-fn prometheus() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| PrometheusBuilder::new().install_recorder().unwrap())
-        .clone()
 }
 
 struct Setup {
@@ -66,7 +58,7 @@ struct Server {
 
 impl Server {
     async fn start(setup: Setup) -> Self {
-        let metrics = setup.metrics.then(prometheus);
+        let metrics = setup.metrics.then(|| prometheus().clone());
         let config = IdsConfig {
             layout: Layout::parse(LAYOUT).unwrap(),
             datacenter: 0,

@@ -1,9 +1,8 @@
 //! `idmint serve` on a SQLite file whose pages are damaged for real (bytes overwritten on
 //! disk): refused at start with the file, the problems and what to do; damage met while it
 //! serves makes `/readyz` fail with `store_corrupt`, and it stays failed.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::Stdio;

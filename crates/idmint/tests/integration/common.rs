@@ -1,5 +1,4 @@
 //! A real `idmint serve` process for the binary's tests.
-#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

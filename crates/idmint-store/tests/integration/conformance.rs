@@ -1,9 +1,8 @@
 //! The conformance suite: written once, run against every backend. What it checks is what
 //! uniqueness rests on (docs/ARCHITECTURE.md, "Uniqueness"): ranges never overlap, two holders never share
 //! a worker ID, a stale holder can change nothing, a new holder starts above the old one's HWM.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 mod suite {
     use std::collections::HashSet;

@@ -1,8 +1,7 @@
 //! What only SQLite can show here: its schema version and durability settings are reachable
 //! from the test, so refusing a newer schema and a non-durable database is checked directly.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use idmint_core::Error;
 use idmint_store::StoreOptions;

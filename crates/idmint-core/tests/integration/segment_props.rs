@@ -3,8 +3,6 @@
 //! buffer strictly increase; and the same holds with many threads on one buffer and several
 //! buffers (nodes) on one store.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::Arc;

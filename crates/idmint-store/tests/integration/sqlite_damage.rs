@@ -1,9 +1,8 @@
 //! A SQLite file with damaged pages, damaged for real (bytes overwritten on disk): refused at
 //! open with the file, the problems and what to do; damage that appears after open is reported
 //! as corruption, distinct from any other store error.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Seek, SeekFrom, Write};
 

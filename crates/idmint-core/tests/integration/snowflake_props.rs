@@ -2,7 +2,6 @@
 //! of clock moves (forward, back, stalls), calls, batches, restarts with a handed-over
 //! high-water mark and HWM raises, no ID repeats, IDs of the worker strictly increase, and no
 //! ID's tick is above the granted HWM.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashSet;
 use std::sync::Arc;

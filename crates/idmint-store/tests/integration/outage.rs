@@ -4,9 +4,8 @@
 //!
 //! Each test makes the shared server misbehave for its own connections (a lock held by another
 //! session, every session killed), so the tests of this binary run one at a time.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -4,9 +4,8 @@
 //!
 //! The test binary re-runs itself as the child: `child_entry` does nothing unless
 //! `IDMINT_CHILD` names a role, and the parent reads what the child did from its stdout.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -24,7 +23,12 @@ const CRASH_HWM_MS: u64 = 1_795_219_200_000 + 600_000;
 /// Spawns this test binary as a child in `role`, against `url` in `namespace`.
 fn spawn_child(role: &str, url: &str, namespace: &str) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_entry", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "crash::child_entry",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("IDMINT_CHILD", role)
         .env("IDMINT_CHILD_URL", url)
         .env("IDMINT_CHILD_NAMESPACE", namespace)
@@ -40,7 +44,7 @@ fn read_reports(child: &mut Child, until_ready: bool) -> Vec<Vec<String>> {
     let stdout = child.stdout.take().unwrap();
     let mut reports = Vec::new();
     for line in BufReader::new(stdout).lines() {
-        // libtest's own `test child_entry ... ` may stand before the child's first line.
+        // libtest's own `test crash::child_entry ... ` may stand before the child's first line.
         let line = line.unwrap();
         if until_ready && line.ends_with("READY") {
             break;

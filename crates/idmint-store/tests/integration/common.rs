@@ -1,5 +1,4 @@
 //! What the store tests share: opening each backend in a namespace of its own.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};

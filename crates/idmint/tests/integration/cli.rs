@@ -1,7 +1,5 @@
 //! Runs the real `idmint` binary and checks what it prints and how it exits.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::collections::HashMap;
 use std::process::{Command, Output};
 

@@ -17,9 +17,8 @@
 //!
 //! Timing is never asserted beyond "answered within [`ANSWER_WITHIN`]", far above what a healthy
 //! server needs.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};

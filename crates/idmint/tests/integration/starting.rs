@@ -6,9 +6,8 @@
 //! - a node started while its only worker ID is held by a node killed a moment ago waits for
 //!   that lease to expire (`--worker-wait`) and then serves IDs above the killed node's; with a
 //!   wait too short it fails naming the lease it waited for and how long it waited.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;

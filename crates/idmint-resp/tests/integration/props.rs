@@ -1,6 +1,5 @@
 //! Property tests: what a client encodes parses back to the same arguments, however the bytes
 //! are split, and no input at all makes the parser panic or disagree with itself.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use bytes::BytesMut;
 use idmint_resp::{

@@ -1,6 +1,5 @@
 //! The ID service against a real SQLite store: several nodes, a lease lost mid-run, graceful
 //! shutdown and restart. Every ID handed out is collected and checked for duplicates.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -14,9 +14,8 @@
 //! - `idmint layout` prints the end date, and `idmint serve` refuses a layout that has already
 //!   run out (non-zero exit, the end date in the message) before it opens the store, so it
 //!   takes no worker lease.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::process::{Output, Stdio};

@@ -1,6 +1,5 @@
 //! Request parsing through the public API: every frame shape, every error, pipelines split at
 //! every byte, limits.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use bytes::BytesMut;
 use idmint_resp::{

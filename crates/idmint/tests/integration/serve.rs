@@ -1,8 +1,7 @@
 //! `idmint serve` as a real process, driven over HTTP and the Redis protocol, stopped with
 //! SIGTERM and restarted: on the embedded store and on PostgreSQL.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

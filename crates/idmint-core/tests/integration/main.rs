@@ -1,0 +1,8 @@
+//! Property tests of idmint-core's public API: layouts, the snowflake generator, segment buffers. The loom model stays a binary of its own (it needs `--cfg idmint_loom`).
+//!
+//! One test binary for the crate (one link, one process), a module per area.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod layout_props;
+mod segment_props;
+mod snowflake_props;

@@ -1,0 +1,12 @@
+//! Every backend against the store traits: the conformance suite, crashes, outages, durability guards and SQLite's own cases.
+//!
+//! One test binary for the crate (one link, one process), a module per area.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+mod conformance;
+mod crash;
+mod outage;
+mod server_guards;
+mod sqlite_damage;
+mod sqlite_specific;
