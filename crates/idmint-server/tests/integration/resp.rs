@@ -860,19 +860,20 @@ fn sample(rendered: &str, series: &str) -> f64 {
         .map_or(0.0, |value| value.trim().parse().unwrap())
 }
 
+// The recorder is the binary's, shared with the HTTP tests: the tag is this test's alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ids_issued_are_counted_per_kind_and_tag() {
     let metrics = prometheus();
     let server = Server::open().await;
     let mut con = server.client().await;
-    let segment = r#"idmint_ids_issued_total{kind="segment",tag="metered"}"#;
+    let segment = r#"idmint_ids_issued_total{kind="segment",tag="resp-metered"}"#;
     let snowflake = r#"idmint_ids_issued_total{kind="snowflake"}"#;
     let snowflakes_before = sample(&metrics.render(), snowflake);
     for _ in 0..10 {
-        let _: i64 = ok(&mut con, &["INCR", "metered"]).await;
+        let _: i64 = ok(&mut con, &["INCR", "resp-metered"]).await;
     }
-    let _: i64 = ok(&mut con, &["INCRBY", "metered", "5"]).await;
-    let _: Vec<i64> = ok(&mut con, &["IDMINT.NEXT", "metered", "COUNT", "4"]).await;
+    let _: i64 = ok(&mut con, &["INCRBY", "resp-metered", "5"]).await;
+    let _: Vec<i64> = ok(&mut con, &["IDMINT.NEXT", "resp-metered", "COUNT", "4"]).await;
     let _: Vec<i64> = ok(&mut con, &["IDMINT.SNOWFLAKE", "COUNT", "7"]).await;
     // Counts are flushed before each batch's replies are written.
     let rendered = metrics.render();
