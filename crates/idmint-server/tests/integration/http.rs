@@ -3,15 +3,13 @@
 //! concurrent clients never sharing an ID.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
+use idmint_core::{Clock, SystemClock};
 use idmint_server::http::{self, HttpOptions};
 
-use crate::common::prometheus;
-use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use crate::common::{ids_config, prometheus, sqlite_url};
+use idmint_server::ids::Ids;
 use idmint_store::StoreOptions;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -21,16 +19,6 @@ use tokio::task::JoinHandle;
 /// 41 bits of time, 6 of worker, 4 of shard, 12 of sequence.
 const LAYOUT: &str = "time:41@1ms,worker:6,shard:4,seq:12";
 const TOKEN: &str = "s3cret-token";
-
-fn sqlite_url() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-http-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let file = dir.join(format!("http-{}-{n}.db", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    format!("sqlite://{}", file.display())
-}
 
 struct Setup {
     admin_token: Option<&'static str>,
@@ -59,24 +47,9 @@ struct Server {
 impl Server {
     async fn start(setup: Setup) -> Self {
         let metrics = setup.metrics.then(|| prometheus().clone());
-        let config = IdsConfig {
-            layout: Layout::parse(LAYOUT).unwrap(),
-            datacenter: 0,
-            lease: LeaseConfig {
-                node_name: "http-test".into(),
-                worker_id: None,
-                ttl: Duration::from_secs(3),
-                renew_every: Duration::from_millis(200),
-                hwm_lead: Duration::from_secs(1),
-                ..LeaseConfig::default()
-            },
-            snowflake: SnowflakeConfig::default(),
-            segments: SegmentOptions {
-                auto_create_tags: setup.auto_create_tags,
-                ..SegmentOptions::default()
-            },
-        };
-        let store = idmint_store::open(&sqlite_url(), &StoreOptions::default())
+        let mut config = ids_config(LAYOUT, "http-test");
+        config.segments.auto_create_tags = setup.auto_create_tags;
+        let store = idmint_store::open(&sqlite_url("http"), &StoreOptions::default())
             .await
             .unwrap();
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());

@@ -2,7 +2,6 @@
 //! shutdown and restart. Every ID handed out is collected and checked for duplicates.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,40 +10,18 @@ use idmint_core::store::LeaseRequest;
 use idmint_core::{
     Clock, Error, Layout, ManualClock, SnowflakeConfig, SnowflakeGenerator, SystemClock, Tag,
 };
-use idmint_server::ids::{ClockPolicy, Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use idmint_server::ids::{ClockPolicy, Ids, IdsConfig};
 use idmint_store::{Store, StoreOptions};
 
-fn sqlite_url() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-server-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let file = dir.join(format!("ids-{}-{n}.db", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    format!("sqlite://{}", file.display())
-}
+use crate::common::{ids_config, sqlite_url};
+
+/// 41 bits of time, 10 of worker, 12 of sequence.
+const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 
 async fn store(url: &str) -> Store {
     idmint_store::open(url, &StoreOptions::default())
         .await
         .unwrap()
-}
-
-fn config(node: &str) -> IdsConfig {
-    IdsConfig {
-        layout: Layout::parse("time:41@1ms,worker:10,seq:12").unwrap(),
-        datacenter: 0,
-        lease: LeaseConfig {
-            node_name: node.into(),
-            worker_id: None,
-            ttl: Duration::from_secs(3),
-            renew_every: Duration::from_millis(200),
-            hwm_lead: Duration::from_secs(1),
-            ..LeaseConfig::default()
-        },
-        snowflake: SnowflakeConfig::default(),
-        segments: SegmentOptions::default(),
-    }
 }
 
 fn clock() -> Arc<dyn Clock> {
@@ -65,11 +42,11 @@ fn assert_increasing(ids: &[u64]) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_nodes_on_one_store_never_share_an_id() {
-    let url = sqlite_url();
-    let a = Ids::start(config("a"), store(&url).await, clock())
+    let url = sqlite_url("ids");
+    let a = Ids::start(ids_config(LAYOUT, "a"), store(&url).await, clock())
         .await
         .unwrap();
-    let b = Ids::start(config("b"), store(&url).await, clock())
+    let b = Ids::start(ids_config(LAYOUT, "b"), store(&url).await, clock())
         .await
         .unwrap();
     assert_ne!(a.keeper().lease().worker_id, b.keeper().lease().worker_id);
@@ -107,8 +84,8 @@ async fn two_nodes_on_one_store_never_share_an_id() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_lease_is_replaced_and_no_id_repeats() {
-    let url = sqlite_url();
-    let node = Ids::start(config("a"), store(&url).await, clock())
+    let url = sqlite_url("ids");
+    let node = Ids::start(ids_config(LAYOUT, "a"), store(&url).await, clock())
         .await
         .unwrap();
     let before = node.keeper().lease();
@@ -157,9 +134,9 @@ async fn a_lost_lease_is_replaced_and_no_id_repeats() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     let tag = Tag::new("invoices").unwrap();
-    let first = Ids::start(config("n1"), store(&url).await, clock())
+    let first = Ids::start(ids_config(LAYOUT, "n1"), store(&url).await, clock())
         .await
         .unwrap();
     let worker = first.keeper().lease().worker_id;
@@ -172,7 +149,7 @@ async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
         "the lease is still live after shutdown"
     );
 
-    let second = Ids::start(config("n1"), store(&url).await, clock())
+    let second = Ids::start(ids_config(LAYOUT, "n1"), store(&url).await, clock())
         .await
         .unwrap();
     assert_eq!(
@@ -200,8 +177,8 @@ async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
-    let url = sqlite_url();
-    let mut cfg = config("w");
+    let url = sqlite_url("ids");
+    let mut cfg = ids_config(LAYOUT, "w");
     cfg.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
     cfg.snowflake = SnowflakeConfig {
         max_lead: Duration::ZERO,
@@ -226,7 +203,7 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
 /// Node "a" mints and stops gracefully; its worker ID's HWM is then about `now`. It returns
 /// the IDs it issued, the worker ID, and that HWM.
 async fn a_first_run(url: &str) -> (Vec<u64>, u64, u64) {
-    let first = Ids::start(config("a"), store(url).await, clock())
+    let first = Ids::start(ids_config(LAYOUT, "a"), store(url).await, clock())
         .await
         .unwrap();
     let worker = first.keeper().lease().worker_id;
@@ -242,14 +219,14 @@ async fn lease_row(url: &str, worker: u64) -> idmint_core::store::LeaseInfo {
 }
 
 fn with_policy(node: &str, policy: ClockPolicy) -> IdsConfig {
-    let mut config = config(node);
+    let mut config = ids_config(LAYOUT, node);
     config.lease.clock_policy = policy;
     config
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_fail_refuses_a_worker_whose_hwm_is_ahead_of_the_clock() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     let (_, worker, hwm) = a_first_run(&url).await;
     // The same node restarts with its clock 60 s behind its last run.
     let behind: Arc<dyn Clock> = ManualClock::shared(hwm - 60_000);
@@ -278,7 +255,7 @@ async fn policy_fail_refuses_a_worker_whose_hwm_is_ahead_of_the_clock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_wait_keeps_the_worker_and_fails_fast_until_the_clock_catches_up() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     let (issued, worker, hwm) = a_first_run(&url).await;
     let clock = ManualClock::shared(hwm - 60_000);
     let node = Ids::start(
@@ -309,7 +286,7 @@ async fn policy_wait_keeps_the_worker_and_fails_fast_until_the_clock_catches_up(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_switch_takes_another_worker_and_frees_the_refused_one() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     let (issued, worker, hwm) = a_first_run(&url).await;
     let clock: Arc<dyn Clock> = ManualClock::shared(hwm - 60_000);
     let node = Ids::start(
@@ -339,7 +316,7 @@ async fn policy_switch_takes_another_worker_and_frees_the_refused_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_switch_with_a_static_worker_id_waits_instead() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     let (_, worker, hwm) = a_first_run(&url).await;
     let mut config = with_policy("a", ClockPolicy::Switch);
     config.lease.worker_id = Some(worker);
@@ -358,7 +335,7 @@ async fn policy_switch_with_a_static_worker_id_waits_instead() {
 /// not try other worker IDs, which all share that start; it waits like `wait`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_clock_behind_the_space_start_waits_without_switching() {
-    let url = sqlite_url();
+    let url = sqlite_url("ids");
     a_first_run(&url).await;
     let opened = store(&url).await;
     let Ok(earlier) = Layout::parse_with_epoch("time:41@1ms,worker:10,seq:12", Some("2024-01-01"))

@@ -4,12 +4,11 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
-use idmint_server::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+use idmint_server::ids::{Ids, IdsConfig};
 use idmint_server::resp::{serve, RespOptions};
 use idmint_store::StoreOptions;
 use redis::aio::MultiplexedConnection;
@@ -19,39 +18,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::common::prometheus;
+use crate::common::{ids_config, prometheus, sqlite_url};
 
 /// A layout with a shard field, so `SHARD k` can be checked in decoded IDs.
 const LAYOUT: &str = "time:41@1ms,worker:6,shard:4,seq:12";
 
 const TOKEN: &str = "s3cret-token";
-
-fn sqlite_url() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("idmint-server-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let file = dir.join(format!("resp-{}-{n}.db", std::process::id()));
-    let _ = std::fs::remove_file(&file);
-    format!("sqlite://{}", file.display())
-}
-
-fn ids_config() -> IdsConfig {
-    IdsConfig {
-        layout: Layout::parse(LAYOUT).unwrap(),
-        datacenter: 0,
-        lease: LeaseConfig {
-            node_name: "resp-test".into(),
-            worker_id: None,
-            ttl: Duration::from_secs(3),
-            renew_every: Duration::from_millis(200),
-            hwm_lead: Duration::from_secs(1),
-            ..LeaseConfig::default()
-        },
-        snowflake: SnowflakeConfig::default(),
-        segments: SegmentOptions::default(),
-    }
-}
 
 /// A running server: the ID service on a fresh SQLite file and `serve` on a loopback port.
 struct Server {
@@ -63,11 +35,11 @@ struct Server {
 
 impl Server {
     async fn start(options: RespOptions) -> Server {
-        Server::start_with(ids_config(), options).await
+        Server::start_with(ids_config(LAYOUT, "resp-test"), options).await
     }
 
     async fn start_with(config: IdsConfig, options: RespOptions) -> Server {
-        let store = idmint_store::open(&sqlite_url(), &StoreOptions::default())
+        let store = idmint_store::open(&sqlite_url("resp"), &StoreOptions::default())
             .await
             .unwrap();
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
@@ -528,7 +500,7 @@ async fn auth_is_required_when_a_token_is_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_errors_are_err_or_tryagain() {
-    let mut config = ids_config();
+    let mut config = ids_config(LAYOUT, "resp-test");
     // 4 IDs per ms and no borrowing from the future: 1,000 IDs cannot be had in 20 ms.
     config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
     config.snowflake = SnowflakeConfig {
@@ -887,7 +859,7 @@ async fn ids_issued_are_counted_per_kind_and_tag() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_lets_a_command_in_flight_finish() {
-    let mut config = ids_config();
+    let mut config = ids_config(LAYOUT, "resp-test");
     // 4 IDs per ms and at most 20 ms borrowed: a batch of 1,000 waits its whole `max_wait`
     // (1.5 s) and fails; it is in flight meanwhile.
     config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
@@ -1012,11 +984,13 @@ async fn redis_cli_and_redis_benchmark_work_unmodified() {
 async fn benchmark_incr_with_redis_benchmark() {
     if let Ok(port) = std::env::var("IDMINT_RESP_BENCH_PORT") {
         let secs = std::env::var("IDMINT_RESP_BENCH_SECS").map_or(60, |s| s.parse().unwrap());
-        let store = idmint_store::open(&sqlite_url(), &StoreOptions::default())
+        let store = idmint_store::open(&sqlite_url("resp"), &StoreOptions::default())
             .await
             .unwrap();
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let ids = Ids::start(ids_config(), store, clock).await.unwrap();
+        let ids = Ids::start(ids_config(LAYOUT, "resp-test"), store, clock)
+            .await
+            .unwrap();
         let listener = TcpListener::bind(format!("127.0.0.1:{port}"))
             .await
             .unwrap();
