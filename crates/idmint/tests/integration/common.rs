@@ -126,3 +126,14 @@ pub fn sqlite_url(name: &str) -> String {
     let _ = std::fs::remove_file(&file);
     format!("sqlite://{}", file.display())
 }
+
+/// The IDs of a `{"ids": ["1", ...]}` body (IDs travel as strings); none for an error body.
+pub fn ids_of(body: &serde_json::Value) -> Vec<u64> {
+    let ids = body["ids"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    ids.iter()
+        .map(|id| id.as_str().unwrap().parse::<u64>().unwrap())
+        .collect()
+}

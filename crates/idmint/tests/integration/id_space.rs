@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use common::{idmint_command, sqlite_url, Server};
+use common::{idmint_command, ids_of, sqlite_url, Server};
 
 /// The default layout with its default epoch spelled out, so the tests can move it.
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -92,17 +92,6 @@ fn finish(mut child: std::process::Child, overdue: &str) -> (i32, String, String
 async fn get_json(http: &reqwest::Client, server: &Server, path: &str) -> serde_json::Value {
     let url = format!("{}{path}", server.http);
     http.get(url).send().await.unwrap().json().await.unwrap()
-}
-
-/// The IDs of a `{"ids": [...]}` body; none for an error body.
-fn ids_of(body: &serde_json::Value) -> Vec<u64> {
-    let ids = body["ids"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    ids.iter()
-        .map(|id| id.as_str().unwrap().parse::<u64>().unwrap())
-        .collect()
 }
 
 /// Snowflakes from `server` for `length`, 100 per call.

@@ -5,21 +5,12 @@ use crate::common;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use common::Server;
+use common::{ids_of, Server};
 
 /// The IDs of a `{"ids": [...]}` answer to `GET url`.
 async fn get_ids(http: &reqwest::Client, url: &str) -> Vec<u64> {
     let body: serde_json::Value = http.get(url).send().await.unwrap().json().await.unwrap();
     ids_of(&body)
-}
-
-fn ids_of(body: &serde_json::Value) -> Vec<u64> {
-    body["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|id| id.as_str().unwrap().parse().unwrap())
-        .collect()
 }
 
 /// Round trips over both protocols, a graceful stop, and a restart that continues the tag.

@@ -208,12 +208,7 @@ async fn snowflakes(http: &str, count: u64) -> Vec<u64> {
         .json()
         .await
         .unwrap();
-    body["ids"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|id| id.as_str().unwrap().parse().unwrap())
-        .collect()
+    common::ids_of(&body)
 }
 
 /// Starts a node whose `which` port (`--http` or `--resp`) another socket holds; it must exit
