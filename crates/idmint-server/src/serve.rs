@@ -17,7 +17,7 @@ use idmint_core::{Clock, FieldKind, Layout, SystemClock};
 use idmint_store::{Location, StoreOptions};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
-use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::ServeConfig;
 use crate::error::ServerError;
@@ -56,13 +56,8 @@ pub async fn run(
     let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
     log_started(&config, &layout, &ids, &http_listener, &resp_listener);
 
-    let (stop, stopped) = watch::channel(false);
-    let wait = move || {
-        let mut stopped = stopped.clone();
-        async move {
-            let _ = stopped.wait_for(|stop| *stop).await;
-        }
-    };
+    // Cancelled when `shutdown` resolves: each front end stops accepting and drains.
+    let stop = CancellationToken::new();
     let router = http::router(
         Arc::clone(&ids),
         HttpOptions {
@@ -81,7 +76,12 @@ pub async fn run(
         io: io.clone(),
         ..ConnectionOptions::default()
     };
-    let http_task = tokio::spawn(http::serve_with(http_listener, router, connections, wait()));
+    let http_task = tokio::spawn(http::serve_with(
+        http_listener,
+        router,
+        connections,
+        stop.clone().cancelled_owned(),
+    ));
     let resp_options = RespOptions {
         admin_token: config.admin_token.clone(),
         io: io.clone(),
@@ -91,12 +91,12 @@ pub async fn run(
         resp_listener,
         Arc::clone(&ids),
         resp_options,
-        wait(),
+        stop.clone().cancelled_owned(),
     ));
 
     shutdown.await;
     tracing::info!("shutting down: no new connections; finishing requests in flight");
-    let _ = stop.send(true);
+    stop.cancel();
     let drained = tokio::time::timeout(config.drain_timeout, async {
         let http = http_task.await;
         let resp = resp_task.await;
