@@ -52,7 +52,6 @@ use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Thro
 use ferroid::generator::{AtomicSnowflakeGenerator, BasicSnowflakeGenerator};
 use ferroid::time::MonotonicClock;
 use idmint_core::layout::Layout;
-use idmint_core::snowflake::Fence;
 use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
 
 /// The wide layout of idmint-core's `cost/wide` bench.
@@ -74,7 +73,13 @@ fn idmint() -> Arc<SnowflakeGenerator> {
         ..SnowflakeConfig::default()
     };
     let layout = Layout::parse(WIDE).unwrap();
-    Arc::new(SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced()).unwrap())
+    Arc::new(
+        SnowflakeGenerator::builder(layout)
+            .clock(clock)
+            .config(config)
+            .build()
+            .unwrap(),
+    )
 }
 
 /// ferroid's clock on idmint's epoch, so both put the same time in the same bits.

@@ -19,7 +19,6 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use idmint_core::layout::Layout;
-use idmint_core::snowflake::Fence;
 use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
 
 fn generator(spec: &str, max_lead: Duration) -> Arc<SnowflakeGenerator> {
@@ -30,7 +29,13 @@ fn generator(spec: &str, max_lead: Duration) -> Arc<SnowflakeGenerator> {
         spread_bits: 0,
     };
     let layout = Layout::parse(spec).unwrap();
-    Arc::new(SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced()).unwrap())
+    Arc::new(
+        SnowflakeGenerator::builder(layout)
+            .clock(clock)
+            .config(config)
+            .build()
+            .unwrap(),
+    )
 }
 
 /// Runs `per_thread` on `threads` threads for `iters` calls in total; returns the wall time.

@@ -10,7 +10,6 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use idmint_core::layout::Layout;
-use idmint_core::snowflake::Fence;
 use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
 
 fn main() {
@@ -27,7 +26,11 @@ fn main() {
         ..SnowflakeConfig::default()
     };
     let layout = Layout::parse("time:41@1ms,seq:22").unwrap();
-    let gen = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced()).unwrap();
+    let gen = SnowflakeGenerator::builder(layout)
+        .clock(clock)
+        .config(config)
+        .build()
+        .unwrap();
     let barrier = Barrier::new(threads as usize + 1);
     let cpu_before = cpu_ticks();
     let (start, acc) = std::thread::scope(|scope| {

@@ -5,9 +5,59 @@
 //! both unique across processes (a fenced high-water mark per worker ID, atomic range
 //! allocation per tag). Stores, servers and the CLI build on these pieces.
 //!
-//! The invariants this crate upholds are written in docs/ARCHITECTURE.md, "Uniqueness" and "Clock model":
-//! an ID is never issued twice, never above the high-water mark the store confirmed, never past
-//! the end of its layout, and no clock step, backwards or forwards, changes that.
+//! The invariants this crate upholds are written in docs/ARCHITECTURE.md, "Uniqueness" and
+//! "Clock model": an ID is never issued twice, never above the high-water mark the store
+//! confirmed, never past the end of its layout, and no clock step, backwards or forwards,
+//! changes that.
+//!
+//! ## Quick start
+//!
+//! Snowflake IDs, time-ordered, in a layout of your choice:
+//!
+//! ```
+//! use idmint_core::{Layout, SnowflakeGenerator};
+//!
+//! let layout = Layout::parse("twitter")?; // time:41@1ms,dc:5,worker:5,seq:12
+//! let ids = SnowflakeGenerator::builder(layout).datacenter(1).worker(7).build()?;
+//! let (first, second) = (ids.next_id()?, ids.next_id()?);
+//! assert!(first < second);
+//! let parts = ids.layout().decode(second)?;
+//! assert_eq!((parts.dc, parts.worker), (Some(1), Some(7)));
+//! # Ok::<(), idmint_core::Error>(())
+//! ```
+//!
+//! A generator built like this is unfenced: that no other process uses datacenter 1, worker 7
+//! at the same time, and that a restart happens after the clock passed the last ID, is then up
+//! to you. A store lease ([`WorkerLeases`], implemented by idmint-store for SQLite,
+//! PostgreSQL, MySQL and Redis) does both and gives the [`Fence`] to build with.
+//!
+//! Segment IDs, dense per-tag sequences handed out from ranges of a [`SegmentStore`] (here the
+//! in-memory one; idmint-store has the durable ones), fetched ahead in the background:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use idmint_core::store::TagSettings;
+//! use idmint_core::{MemoryStore, SegmentBuffer, SegmentConfig, SegmentStore, SystemClock, Tag};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+//! let clock = Arc::new(SystemClock::new());
+//! let store = Arc::new(MemoryStore::new(clock.clone()));
+//! let orders = Tag::new("orders")?;
+//! runtime.block_on(store.create_tag(&orders, &TagSettings::default()))?;
+//! let buffer = SegmentBuffer::new(
+//!     orders,
+//!     store,
+//!     clock,
+//!     SegmentConfig::default(),
+//!     runtime.handle().clone(),
+//! );
+//! let first = runtime.block_on(buffer.next())?;
+//! assert_eq!(first, 1);
+//! assert_eq!(buffer.try_next(), Some(2)); // from memory: no store call
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod clock;
 pub mod error;
@@ -25,6 +75,8 @@ pub use error::{Error, Result};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 pub use segment::{SegmentBuffer, SegmentConfig};
-pub use snowflake::{LocalSnowflakes, SnowflakeBatch, SnowflakeConfig, SnowflakeGenerator};
-pub use store::{SegmentStore, WorkerLeases};
+pub use snowflake::{
+    Fence, LocalSnowflakes, SnowflakeBatch, SnowflakeBuilder, SnowflakeConfig, SnowflakeGenerator,
+};
+pub use store::{MemoryStore, SegmentStore, WorkerLeases};
 pub use tag::Tag;

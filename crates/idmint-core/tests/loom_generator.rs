@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::layout::Layout;
-use idmint_core::snowflake::{Fence, Reservation};
+use idmint_core::snowflake::Reservation;
 use idmint_core::{ManualClock, SnowflakeConfig, SnowflakeGenerator};
 
 fn generator() -> Arc<SnowflakeGenerator> {
@@ -31,7 +31,14 @@ fn generator_of(spec: &str, clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> 
         max_wait: Duration::ZERO,
         spread_bits: 0,
     };
-    Arc::new(SnowflakeGenerator::new(layout, 0, 1, clock, &config, Fence::unfenced()).unwrap())
+    Arc::new(
+        SnowflakeGenerator::builder(layout)
+            .worker(1)
+            .clock(clock)
+            .config(config)
+            .build()
+            .unwrap(),
+    )
 }
 
 fn take(gen: &SnowflakeGenerator, count: u64) -> Vec<u64> {

@@ -270,7 +270,7 @@ impl ServeConfig {
             layout: layout.clone(),
             datacenter: self.datacenter,
             lease: self.lease.clone(),
-            snowflake: self.snowflake.clone(),
+            snowflake: self.snowflake,
             segments: SegmentOptions {
                 auto_create_tags: self.auto_create_tags,
                 default_step: self.default_step,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::layout::Layout;
 
 /// Tuning of a [`SnowflakeGenerator`](super::SnowflakeGenerator).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SnowflakeConfig {
     /// How far ahead of the clock the generator may run when a tick's sequence is used up (or
     /// when it restarted above a high-water mark in the future). Borrowing keeps bursts from

@@ -22,6 +22,7 @@
 //! through the same gates and hands them out without touching the shared word.
 
 mod batch;
+mod builder;
 mod config;
 mod local;
 
@@ -30,6 +31,7 @@ use std::time::Duration;
 
 use self::batch::Composer;
 pub use self::batch::SnowflakeBatch;
+pub use self::builder::SnowflakeBuilder;
 pub use self::config::{Fence, SnowflakeConfig};
 pub use self::local::{LocalSnowflakes, MAX_LOCAL_BATCH};
 use crate::clock::{duration_ms, Clock, Ticker};
@@ -122,12 +124,22 @@ pub struct SnowflakeGenerator {
 }
 
 impl SnowflakeGenerator {
-    /// A generator for worker `worker` in datacenter `datacenter`, starting strictly above
-    /// `fence.after_tick` and at or after the clock's current tick.
+    /// A generator of `layout`, to be given its worker, datacenter, clock, tuning and fence:
     ///
-    /// Fails when `worker` or `datacenter` does not fit the layout, the epoch is in the
-    /// future, or the layout has already run out.
-    pub fn new(
+    /// ```
+    /// use idmint_core::{Layout, SnowflakeGenerator};
+    ///
+    /// let layout = Layout::parse("twitter")?;
+    /// let ids = SnowflakeGenerator::builder(layout).datacenter(1).worker(7).build()?;
+    /// assert_eq!(ids.layout().decode(ids.next_id()?)?.worker, Some(7));
+    /// # Ok::<(), idmint_core::Error>(())
+    /// ```
+    pub fn builder(layout: Layout) -> SnowflakeBuilder {
+        SnowflakeBuilder::new(layout)
+    }
+
+    /// The generator [`SnowflakeBuilder::build`] makes.
+    fn from_parts(
         layout: Layout,
         datacenter: u64,
         worker: u64,

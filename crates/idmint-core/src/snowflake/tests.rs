@@ -20,7 +20,14 @@ fn generator(
     config: SnowflakeConfig,
     fence: Fence,
 ) -> SnowflakeGenerator {
-    SnowflakeGenerator::new(Layout::parse(spec).unwrap(), 1, 3, clock, &config, fence).unwrap()
+    SnowflakeGenerator::builder(Layout::parse(spec).unwrap())
+        .datacenter(1)
+        .worker(3)
+        .clock(clock)
+        .config(config)
+        .fence(fence)
+        .build()
+        .unwrap()
 }
 
 fn twitter(clock: Arc<ManualClock>, config: SnowflakeConfig) -> SnowflakeGenerator {
@@ -114,15 +121,11 @@ pub(super) fn generator_since(
         .unwrap();
     let clock = ManualClock::shared(now_ms());
     let config = SnowflakeConfig::default();
-    let gen = SnowflakeGenerator::new(
-        layout.clone(),
-        0,
-        0,
-        clock.clone(),
-        &config,
-        Fence::unfenced(),
-    )
-    .unwrap();
+    let gen = SnowflakeGenerator::builder(layout.clone())
+        .clock(clock.clone())
+        .config(config)
+        .build()
+        .unwrap();
     (layout, clock, gen)
 }
 
@@ -153,19 +156,20 @@ fn refuses_a_worker_or_datacenter_that_does_not_fit() {
     let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
     let layout = Layout::parse("twitter").unwrap();
     let config = SnowflakeConfig::default();
-    let err = SnowflakeGenerator::new(
-        layout.clone(),
-        0,
-        32,
-        clock.clone(),
-        &config,
-        Fence::unfenced(),
-    );
+    let err = SnowflakeGenerator::builder(layout.clone())
+        .worker(32)
+        .clock(clock.clone())
+        .config(config)
+        .build();
     assert!(matches!(
         err,
         Err(Error::InvalidArgument { name: "worker", .. })
     ));
-    let err = SnowflakeGenerator::new(layout, 32, 0, clock, &config, Fence::unfenced());
+    let err = SnowflakeGenerator::builder(layout)
+        .datacenter(32)
+        .clock(clock)
+        .config(config)
+        .build();
     assert!(matches!(
         err,
         Err(Error::InvalidArgument { name: "dc", .. })
@@ -341,7 +345,10 @@ fn the_end_of_the_layout_is_an_error_never_a_wrapped_id() {
         Err(Error::LayoutExhausted { .. })
     ));
     // A generator started after the end refuses at once.
-    let late = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced());
+    let late = SnowflakeGenerator::builder(layout)
+        .clock(clock)
+        .config(config)
+        .build();
     assert!(matches!(late, Err(Error::LayoutExhausted { .. })));
 }
 
@@ -398,15 +405,10 @@ fn a_batch_is_one_reservation_across_ticks() {
 fn shards_are_placed_and_checked() {
     let clock = ManualClock::shared(now_ms());
     let layout = Layout::parse("instagram").unwrap();
-    let gen = SnowflakeGenerator::new(
-        layout,
-        0,
-        0,
-        clock,
-        &SnowflakeConfig::default(),
-        Fence::unfenced(),
-    )
-    .unwrap();
+    let gen = SnowflakeGenerator::builder(layout)
+        .clock(clock)
+        .build()
+        .unwrap();
     let id = gen.next_id_for_shard(1_234).unwrap();
     assert_eq!(gen.layout().decode(id).unwrap().shard, Some(1_234));
     assert!(matches!(
@@ -444,7 +446,10 @@ fn spreading_makes_low_digits_uniform_at_one_id_per_tick() {
         ..SnowflakeConfig::default()
     };
     let layout = Layout::parse("twitter").unwrap();
-    let err = SnowflakeGenerator::new(layout, 0, 0, clock, &bad, Fence::unfenced());
+    let err = SnowflakeGenerator::builder(layout)
+        .clock(clock)
+        .config(bad)
+        .build();
     assert!(matches!(
         err,
         Err(Error::InvalidArgument {
@@ -458,14 +463,7 @@ fn spreading_makes_low_digits_uniform_at_one_id_per_tick() {
 fn an_epoch_in_the_future_or_a_clock_before_it_is_refused() {
     let layout = Layout::parse_with_epoch("twitter", Some("2030-01-01")).unwrap();
     let clock: Arc<dyn Clock> = ManualClock::shared(now_ms());
-    let err = SnowflakeGenerator::new(
-        layout,
-        0,
-        0,
-        clock,
-        &SnowflakeConfig::default(),
-        Fence::unfenced(),
-    );
+    let err = SnowflakeGenerator::builder(layout).clock(clock).build();
     assert!(matches!(err, Err(Error::InvalidEpoch { .. })));
 }
 
@@ -474,7 +472,14 @@ pub(super) fn shared_on_system_clock() -> Arc<SnowflakeGenerator> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
     let config = SnowflakeConfig::default();
-    Arc::new(SnowflakeGenerator::new(layout, 0, 7, clock, &config, Fence::unfenced()).unwrap())
+    Arc::new(
+        SnowflakeGenerator::builder(layout)
+            .worker(7)
+            .clock(clock)
+            .config(config)
+            .build()
+            .unwrap(),
+    )
 }
 
 #[test]
@@ -510,15 +515,11 @@ fn close_racing_with_threads_counts_every_id_issued() {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     let layout = Layout::parse("time:41@1ms,worker:10,seq:12").unwrap();
     let gen = Arc::new(
-        SnowflakeGenerator::new(
-            layout,
-            0,
-            1,
-            clock,
-            &SnowflakeConfig::default(),
-            Fence::unfenced(),
-        )
-        .unwrap(),
+        SnowflakeGenerator::builder(layout)
+            .worker(1)
+            .clock(clock)
+            .build()
+            .unwrap(),
     );
     let workers: Vec<_> = (0..2)
         .map(|_| {

@@ -53,7 +53,13 @@ fn start(
     config: &SnowflakeConfig,
     fence: Fence,
 ) -> SnowflakeGenerator {
-    SnowflakeGenerator::new(layout.clone(), 0, 5, clock.clone(), config, fence).unwrap()
+    SnowflakeGenerator::builder(layout.clone())
+        .worker(5)
+        .clock(clock.clone())
+        .config(*config)
+        .fence(fence)
+        .build()
+        .unwrap()
 }
 
 proptest! {

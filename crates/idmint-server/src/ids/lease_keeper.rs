@@ -177,14 +177,13 @@ impl Settings {
             after_tick: after_hwm.max(before_space),
             granted_tick: self.layout.tick_at(renewal.hwm_ms).unwrap_or(0),
         };
-        let generator = SnowflakeGenerator::new(
-            self.layout.clone(),
-            self.datacenter,
-            lease.worker_id,
-            Arc::clone(&self.clock),
-            &self.snowflake,
-            fence,
-        )?;
+        let generator = SnowflakeGenerator::builder(self.layout.clone())
+            .datacenter(self.datacenter)
+            .worker(lease.worker_id)
+            .clock(Arc::clone(&self.clock))
+            .config(self.snowflake)
+            .fence(fence)
+            .build()?;
         tracing::info!(
             worker_id = lease.worker_id,
             previous_hwm_ms = lease.hwm_ms,

@@ -82,7 +82,7 @@ impl Ids {
             config.datacenter,
             Arc::clone(&clock),
             lease,
-            config.snowflake.clone(),
+            config.snowflake,
         )
         .await?;
         tokio::spawn(Arc::clone(&keeper).run());

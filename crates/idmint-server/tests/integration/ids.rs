@@ -108,8 +108,13 @@ async fn a_lost_lease_is_replaced_and_no_id_repeats() {
         max_lead: Duration::from_secs(5),
         ..SnowflakeConfig::default()
     };
-    let thief =
-        SnowflakeGenerator::new(layout, 0, stolen.worker_id, clock(), &config, fence).unwrap();
+    let thief = SnowflakeGenerator::builder(layout)
+        .worker(stolen.worker_id)
+        .clock(clock())
+        .config(config)
+        .fence(fence)
+        .build()
+        .unwrap();
     issued.extend(thief.next_batch(5_000, 0).unwrap());
 
     // The node keeps serving: up to its granted HWM with the old generator, then with a new

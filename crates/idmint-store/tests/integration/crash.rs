@@ -213,8 +213,13 @@ async fn nothing_is_reissued_after_a_kill(url: String) {
         ..SnowflakeConfig::default()
     };
     let fence = Fence::from_hwm_ms(&layout, lease.hwm_ms, u64::MAX);
-    let generator =
-        SnowflakeGenerator::new(layout.clone(), 0, lease.worker_id, clock, &config, fence).unwrap();
+    let generator = SnowflakeGenerator::builder(layout.clone())
+        .worker(lease.worker_id)
+        .clock(clock)
+        .config(config)
+        .fence(fence)
+        .build()
+        .unwrap();
     let first = layout.decode(generator.next_id().unwrap()).unwrap();
     assert!(
         first.unix_ms > CRASH_HWM_MS,

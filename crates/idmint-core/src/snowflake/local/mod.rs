@@ -45,15 +45,9 @@ const SEQ_SHARE_SHIFT: u32 = 6;
 ///
 /// ```
 /// # fn main() -> idmint_core::Result<()> {
-/// use std::sync::Arc;
-/// use idmint_core::layout::Layout;
-/// use idmint_core::snowflake::Fence;
-/// use idmint_core::{SnowflakeConfig, SnowflakeGenerator, SystemClock};
+/// use idmint_core::{Layout, SnowflakeGenerator};
 ///
-/// let layout = Layout::parse("time:41@1ms,seq:22")?;
-/// let clock = Arc::new(SystemClock::new());
-/// let config = SnowflakeConfig::default();
-/// let generator = SnowflakeGenerator::new(layout, 0, 0, clock, &config, Fence::unfenced())?;
+/// let generator = SnowflakeGenerator::builder(Layout::parse("time:41@1ms,seq:22")?).build()?;
 /// std::thread::scope(|scope| {
 ///     for _ in 0..2 {
 ///         scope.spawn(|| -> idmint_core::Result<()> {

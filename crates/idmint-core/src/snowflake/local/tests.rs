@@ -29,7 +29,13 @@ fn fenced(
     } else {
         0
     };
-    SnowflakeGenerator::new(layout, 0, worker, clock.clone(), &config, fence).unwrap()
+    SnowflakeGenerator::builder(layout)
+        .worker(worker)
+        .clock(clock.clone())
+        .config(config)
+        .fence(fence)
+        .build()
+        .unwrap()
 }
 
 fn tick_of(gen: &SnowflakeGenerator, id: u64) -> u64 {
