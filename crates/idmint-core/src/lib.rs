@@ -59,6 +59,7 @@
 //! # }
 //! ```
 
+pub mod backoff;
 pub mod clock;
 pub mod error;
 pub mod id_space;
@@ -70,6 +71,7 @@ pub mod tag;
 
 mod sync;
 
+pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use id_space::{IdSpace, IdSpaceRecord};

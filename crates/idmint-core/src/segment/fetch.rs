@@ -2,9 +2,10 @@
 //! runtime handle the buffer was built with.
 //!
 //! Retry policy: a retryable store error (`Error::is_retryable`, e.g. the store is down) is
-//! recorded, waiters are woken so they see it, and the task tries again after a backoff that
-//! doubles from [`INITIAL_BACKOFF`] up to a quarter of `max_wait` (at most [`MAX_BACKOFF`]), so
-//! a caller waiting `max_wait` sees several attempts and gets an ID as soon as the store is back.
+//! recorded, waiters are woken so they see it, and the task tries again after a jittered
+//! [`Backoff`] that doubles from [`INITIAL_BACKOFF`] up to a quarter of `max_wait` (at most
+//! [`MAX_BACKOFF`]), so a caller waiting `max_wait` sees several attempts and gets an ID soon
+//! after the store is back, and the tags of all nodes do not retry in lockstep.
 //! The task keeps retrying until it succeeds or the buffer shuts down or is dropped: a
 //! prefetch that fails while the current range still has IDs must succeed before the range runs
 //! out. An error a retry cannot fix (unknown tag, exhausted tag, corrupt store, a range that
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use super::loaded_range::LoadedRange;
 use super::{SegmentBuffer, SegmentConfig};
+use crate::backoff::Backoff;
 use crate::error::{Error, Result};
 use crate::store::SegmentStore;
 use crate::tag::Tag;
@@ -171,7 +173,7 @@ async fn run_fetch(
 ) {
     let buffer = guard.buffer.clone();
     let seq = guard.seq;
-    let mut backoff = INITIAL_BACKOFF.min(max_backoff);
+    let mut backoff = Backoff::new(INITIAL_BACKOFF, max_backoff);
     while let Some(step) = buffer.upgrade().and_then(|buffer| buffer.plan_fetch(seq)) {
         let outcome: Result<Range<u64>> = store.allocate(&tag, step).await;
         let give_back = match (buffer.upgrade(), outcome) {
@@ -187,8 +189,7 @@ async fn run_fetch(
                 owner.fetch_failed(seq, error, retry);
                 if retry {
                     drop(owner);
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(max_backoff);
+                    tokio::time::sleep(backoff.next_pause()).await;
                     continue;
                 }
                 None

@@ -21,7 +21,7 @@ use idmint_core::clock::Stopwatch;
 use idmint_core::layout::format_ms_rfc3339;
 use idmint_core::snowflake::Fence;
 use idmint_core::store::{Lease, LeaseInfo, LeaseRequest, WorkerLeases};
-use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
+use idmint_core::{Backoff, Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
 use tokio::sync::{watch, Mutex};
 
 /// What a node does when the worker ID it was given has a high-water mark further ahead of its
@@ -587,9 +587,11 @@ impl LeaseKeeper {
         Ok(())
     }
 
-    /// Acquires again after a loss, with backoff, until it works or the keeper stops.
+    /// Acquires again after a loss, with a jittered back-off (nodes that lost their leases in
+    /// one outage do not retry together), until it works or the keeper stops.
     async fn reacquire(&self, stop: &mut watch::Receiver<bool>) {
-        let mut backoff = Duration::from_millis(100);
+        let mut backoff =
+            Backoff::new(Duration::from_millis(100), self.settings.config.renew_every);
         loop {
             {
                 let _writing = self.writing.lock().await;
@@ -616,10 +618,9 @@ impl LeaseKeeper {
                 }
             }
             tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
+                _ = tokio::time::sleep(backoff.next_pause()) => {}
                 _ = stop.wait_for(|stopped| *stopped) => return,
             }
-            backoff = (backoff * 2).min(self.settings.config.renew_every);
         }
     }
 }
