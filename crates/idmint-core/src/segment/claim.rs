@@ -9,7 +9,7 @@
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 
-use super::state_word::{Claim, CLAMP_AT, EXHAUSTED};
+use super::state_word::{Claim, CLAMP_AT, EXHAUSTED, MAX_SEGMENT_LEN};
 use super::SegmentBuffer;
 
 /// Why [`SegmentBuffer::claim_run`] claimed nothing.
@@ -38,6 +38,7 @@ impl SegmentBuffer {
                 if claim.offset == view.trigger {
                     self.reached_prefetch_point(claim.gen, view.trigger);
                 }
+                debug_assert!(claim.offset < MAX_SEGMENT_LEN, "an offset past every segment");
                 return Ok(view.start + claim.offset);
             }
         }
@@ -88,6 +89,7 @@ impl SegmentBuffer {
                     if (claim.offset..new_offset).contains(&view.trigger) {
                         self.reached_prefetch_point(claim.gen, view.trigger);
                     }
+                    debug_assert!(new_offset <= view.len, "a run past the segment's end");
                     let first = view.start + claim.offset;
                     return Ok(first..first + take);
                 }

@@ -35,6 +35,14 @@ pub(crate) const EXHAUSTED: u64 = MAX_SEGMENT_LEN;
 /// Failed claims that reach this offset are clamped back to [`EXHAUSTED`].
 pub(crate) const CLAMP_AT: u64 = 1 << 31;
 
+// The module's argument, checked by the compiler: the generation is exactly the high 32 bits
+// (`unpack` casts it to `u32`), every valid offset is below `EXHAUSTED`, failed claims are
+// clamped at `CLAMP_AT` above it, and 2^31 more concurrent `fetch_add`s still fit below the
+// generation bits.
+const _: () = assert!(OFFSET_BITS == 32);
+const _: () = assert!(EXHAUSTED == MAX_SEGMENT_LEN && MAX_SEGMENT_LEN < CLAMP_AT);
+const _: () = assert!(CLAMP_AT + (1 << 31) - 1 <= OFFSET_MASK);
+
 /// One decoded value of the state word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Claim {

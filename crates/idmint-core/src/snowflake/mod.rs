@@ -52,6 +52,12 @@ const HWM_POLL: Duration = Duration::from_millis(5);
 /// `fetch_add`s after the close never wrap around (2^62 of them would be needed).
 const CLOSED: u64 = 3 << 62;
 
+// The reasoning above, checked by the compiler: every packed value (at most 63 bits) and a
+// layout's end lie below `CLOSED`, and neither a batch added to an open word nor 2^61 stray
+// `fetch_add`s after a close can wrap the word around.
+const _: () = assert!(CLOSED > (1 << 63) && CLOSED < u64::MAX - (1 << 61));
+const _: () = assert!(MAX_BATCH < (1 << 32) && (1u64 << 63) + MAX_BATCH < CLOSED);
+
 /// Why a reservation could not be made without waiting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Blocked {
@@ -347,6 +353,9 @@ impl SnowflakeGenerator {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
+                    debug_assert!(first >= current, "the word never moves back");
+                    debug_assert!(last_tick <= granted, "issued above the granted HWM");
+                    debug_assert!(last_tick <= self.max_tick, "issued past the layout's end");
                     self.mark_started(last_tick);
                     return Ok(Ok(first));
                 }
@@ -380,6 +389,7 @@ impl SnowflakeGenerator {
         let taken = self.next_free.0.fetch_add(1, Ordering::Relaxed);
         let tick = taken >> self.seq_bits;
         if tick == now_tick && tick <= self.max_tick {
+            debug_assert!(tick < granted, "issued above the granted HWM");
             self.mark_started(tick);
             return Some(taken);
         }
