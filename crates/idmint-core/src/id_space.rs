@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 use crate::layout::{format_ms_rfc3339, Layout};
 
 /// The settings that decide which 64-bit value an ID gets: layout, epoch, datacenter.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IdSpace {
     /// The layout's canonical spec (`time:41@1ms,worker:10,seq:12`): presets are resolved, so
     /// `twitter` and its spec with Twitter's epoch are the same space.
@@ -79,12 +80,13 @@ impl fmt::Display for IdSpace {
 }
 
 /// One recorded space of a namespace: the versions count up from 1, the newest is in force.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IdSpaceRecord {
     /// 1 for the space recorded by the first node, then one more per change.
     pub version: u64,
     /// The settings.
-    #[serde(flatten)]
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub space: IdSpace,
     /// No node of this space issues a tick that starts before this moment (ms since the Unix
     /// epoch): the moment of the change, so a node whose clock is behind it cannot reach back
@@ -136,7 +138,8 @@ pub fn space_of(history: &[IdSpaceRecord], id: u64) -> Option<usize> {
 
 /// A change of space that [`plan_change`] accepted: the record to write and the figures it
 /// rests on.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct SpaceChange {
     /// The new record (the store fills in `recorded_at_ms`).
     pub record: IdSpaceRecord,

@@ -31,39 +31,23 @@
 //! to you. A store lease ([`WorkerLeases`], implemented by idmint-store for SQLite,
 //! PostgreSQL, MySQL and Redis) does both and gives the [`Fence`] to build with.
 //!
-//! Segment IDs, dense per-tag sequences handed out from ranges of a [`SegmentStore`] (here the
-//! in-memory one; idmint-store has the durable ones), fetched ahead in the background:
+//! Segment IDs, dense per-tag sequences handed out from ranges of a [`SegmentStore`] and
+//! fetched ahead in the background, need the `async` feature: see `segment::SegmentBuffer`.
 //!
-//! ```
-//! use std::sync::Arc;
-//! use idmint_core::store::TagSettings;
-//! use idmint_core::{MemoryStore, SegmentBuffer, SegmentConfig, SegmentStore, SystemClock, Tag};
+//! ## Cargo features
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
-//! let clock = Arc::new(SystemClock::new());
-//! let store = Arc::new(MemoryStore::new(clock.clone()));
-//! let orders = Tag::new("orders")?;
-//! runtime.block_on(store.create_tag(&orders, &TagSettings::default()))?;
-//! let buffer = SegmentBuffer::new(
-//!     orders,
-//!     store,
-//!     clock,
-//!     SegmentConfig::default(),
-//!     runtime.handle().clone(),
-//! );
-//! let first = runtime.block_on(buffer.next())?;
-//! assert_eq!(first, 1);
-//! assert_eq!(buffer.try_next(), Some(2)); // from memory: no store call
-//! # Ok(())
-//! # }
-//! ```
+//! None is on by default, so the crate is what it says, no I/O: no runtime, no serialization
+//! framework. `async` adds the segment buffer and the in-memory store, on tokio; `serde` adds
+//! `Serialize` to layouts, decoded IDs, tags and store records. The store traits are always
+//! there: they are plain traits (async-trait is a macro, not a runtime), and implementing them
+//! belongs to the crates that do I/O, such as idmint-store.
 
 pub mod backoff;
 pub mod clock;
 pub mod error;
 pub mod id_space;
 pub mod layout;
+#[cfg(feature = "async")]
 pub mod segment;
 pub mod snowflake;
 pub mod store;
@@ -76,9 +60,12 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
+#[cfg(feature = "async")]
 pub use segment::{SegmentBuffer, SegmentConfig};
 pub use snowflake::{
     Fence, LocalSnowflakes, SnowflakeBatch, SnowflakeBuilder, SnowflakeConfig, SnowflakeGenerator,
 };
-pub use store::{MemoryStore, SegmentStore, WorkerLeases};
+#[cfg(feature = "async")]
+pub use store::MemoryStore;
+pub use store::{SegmentStore, WorkerLeases};
 pub use tag::Tag;

@@ -13,8 +13,9 @@ use crate::error::{Error, Result};
 pub const MAX_TAG_LEN: usize = 128;
 
 /// A validated tag name.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Tag(String);
 
 impl Tag {

@@ -3,7 +3,8 @@
 use super::{format_ms_rfc3339, FieldKind, IdParts, Layout};
 
 /// An ID taken apart: the moment it was minted and each field.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct DecodedId {
     /// The ID, as a string (JavaScript loses integers above 2^53).
     pub id: String,
@@ -16,19 +17,19 @@ pub struct DecodedId {
     /// Ticks since the layout's epoch.
     pub tick: u64,
     /// Datacenter, when the layout has that field.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub dc: Option<u64>,
     /// Worker, when the layout has that field.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub worker: Option<u64>,
     /// Shard, when the layout has that field.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub shard: Option<u64>,
     /// Sequence within the tick.
     pub seq: u64,
     /// The version of the namespace's ID space that issued it, when decoded by a node or
     /// against a store, which know the spaces recorded there.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub id_space: Option<u64>,
 }
 

@@ -21,8 +21,9 @@ use crate::error::{Error, Result};
 pub const MAX_LAYOUT_BITS: u32 = 63;
 
 /// What a field of an ID holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum FieldKind {
     /// Ticks since the epoch.
     Time,
@@ -50,19 +51,20 @@ impl FieldKind {
 }
 
 /// The length of one time tick.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum TimeUnit {
     /// One millisecond (Twitter, Discord, Instagram).
-    #[serde(rename = "1ms")]
+    #[cfg_attr(feature = "serde", serde(rename = "1ms"))]
     Millis1,
     /// Ten milliseconds (Sonyflake).
-    #[serde(rename = "10ms")]
+    #[cfg_attr(feature = "serde", serde(rename = "10ms"))]
     Millis10,
     /// A hundred milliseconds.
-    #[serde(rename = "100ms")]
+    #[cfg_attr(feature = "serde", serde(rename = "100ms"))]
     Millis100,
     /// One second (Baidu uid-generator).
-    #[serde(rename = "1s")]
+    #[cfg_attr(feature = "serde", serde(rename = "1s"))]
     Second1,
 }
 
@@ -97,7 +99,8 @@ impl TimeUnit {
 }
 
 /// One field of a layout: its kind, width and position.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Field {
     /// What it holds.
     pub kind: FieldKind,
@@ -127,7 +130,8 @@ impl Field {
 }
 
 /// The values inside one ID, field by field; fields a layout lacks are 0.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IdParts {
     /// Ticks since the epoch.
     pub tick: u64,

@@ -38,7 +38,10 @@ impl SegmentBuffer {
                 if claim.offset == view.trigger {
                     self.reached_prefetch_point(claim.gen, view.trigger);
                 }
-                debug_assert!(claim.offset < MAX_SEGMENT_LEN, "an offset past every segment");
+                debug_assert!(
+                    claim.offset < MAX_SEGMENT_LEN,
+                    "an offset past every segment"
+                );
                 return Ok(view.start + claim.offset);
             }
         }

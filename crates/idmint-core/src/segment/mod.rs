@@ -7,6 +7,33 @@
 //! a background task, so callers normally never wait for the store. Ranges are used in the
 //! order they were allocated, so the IDs of one buffer strictly increase.
 //!
+//! A buffer over the in-memory store (idmint-store has the durable ones):
+//!
+//! ```
+//! use std::sync::Arc;
+//! use idmint_core::store::TagSettings;
+//! use idmint_core::{MemoryStore, SegmentBuffer, SegmentConfig, SegmentStore, SystemClock, Tag};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build()?;
+//! let clock = Arc::new(SystemClock::new());
+//! let store = Arc::new(MemoryStore::new(clock.clone()));
+//! let orders = Tag::new("orders")?;
+//! runtime.block_on(store.create_tag(&orders, &TagSettings::default()))?;
+//! let buffer = SegmentBuffer::new(
+//!     orders,
+//!     store,
+//!     clock,
+//!     SegmentConfig::default(),
+//!     runtime.handle().clone(),
+//! );
+//! let first = runtime.block_on(buffer.next())?;
+//! assert_eq!(first, 1);
+//! assert_eq!(buffer.try_next(), Some(2)); // from memory: no store call
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # How the hot path stays lock-free
 //!
 //! One `AtomicU64` state word packs `(generation, offset)` (see `state_word`). Generation `g`

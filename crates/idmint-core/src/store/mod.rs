@@ -9,8 +9,9 @@
 //!   and a new holder starts strictly above the stored HWM.
 //!
 //! The implementations (SQLite, PostgreSQL, MySQL, Redis) live in `idmint-store`;
-//! [`MemoryStore`] is here for unit tests of the generators.
+//! `MemoryStore` (feature `async`) is here for unit tests of the generators.
 
+#[cfg(feature = "async")]
 mod memory;
 
 use std::fmt;
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+#[cfg(feature = "async")]
 pub use self::memory::MemoryStore;
 use crate::error::Result;
 use crate::id_space::IdSpaceRecord;
@@ -71,7 +73,8 @@ pub struct TagUpdate {
 }
 
 /// A tag's row as the store holds it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TagInfo {
     /// The tag.
     pub tag: Tag,
@@ -121,7 +124,8 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
 
 /// Proof of holding a worker lease: every write conditioned on it fails once another holder
 /// took the worker ID.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FencingToken(pub u64);
 
 /// A request for a worker ID.
@@ -169,7 +173,8 @@ pub struct Renewal {
 }
 
 /// One row of the lease table, for `GET /v1/workers`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct LeaseInfo {
     /// The worker ID.
     pub worker_id: u64,

@@ -4,5 +4,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod layout_props;
+#[cfg(feature = "async")]
 mod segment_props;
 mod snowflake_props;
