@@ -2,9 +2,9 @@
 //!
 //! The generators need a time that never goes backwards inside a process, follows the wall
 //! clock when it moves forward (an NTP correction, a VM resumed), and is cheap enough to read
-//! once per ID. Reading the OS clock costs 30-45 ns on a typical VM, more than the whole budget
-//! of one snowflake ID, so [`SystemClock`] reads it on a background ticker thread and publishes
-//! the result in an atomic: a read on the hot path is one relaxed load.
+//! once per ID. Reading the OS clock costs more than the whole budget of one snowflake ID on a
+//! typical VM (BENCHMARKS.md), so [`SystemClock`] reads it on a background ticker thread and
+//! publishes the result in an atomic: a read on the hot path is one relaxed load.
 //!
 //! [`ManualClock`] is the clock for tests: it moves only when told to, may be stepped back to
 //! simulate a raw wall clock, and advances itself when a caller sleeps, so bounded waits end

@@ -320,13 +320,12 @@ fn address(setting: &str, text: &str) -> Result<SocketAddr, ServerError> {
 
 /// Connection threads for a machine with `cpus` CPUs: one fewer than the CPUs, at least one.
 ///
-/// Most of a request's CPU is spent in the kernel's TCP stack (60-85 % in perf), partly in
-/// softirq work on whichever CPU the packet lands on, and the main runtime runs the store
-/// calls, prefetches and lease renewals: a CPU left to them pays for itself. Measured on a
-/// 2-CPU machine with the clients on it (BENCHMARKS.md): one connection thread spent 13.8 µs of
-/// CPU per unpipelined Redis-protocol request and 18.3 µs per HTTP one, two threads 16.0 and
-/// 23.8, because each thread ran out of ready connections and slept in `epoll_wait` twice as
-/// often. A large machine serving remote clients loses one thread of many.
+/// Most of a request's CPU is spent in the kernel's TCP stack, partly in softirq work on
+/// whichever CPU the packet lands on, and the main runtime runs the store calls, prefetches and
+/// lease renewals: a CPU left to them pays for itself. With a thread per CPU, each thread runs
+/// out of ready connections and sleeps in `epoll_wait` more often, which costs more CPU per
+/// request (BENCHMARKS.md, "Figures behind design choices"). A large machine serving remote
+/// clients loses one thread of many.
 pub fn default_io_threads(cpus: usize) -> usize {
     cpus.saturating_sub(1).max(1)
 }

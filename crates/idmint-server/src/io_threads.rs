@@ -3,8 +3,8 @@
 //! On tokio's work-stealing runtime, a connection that is woken by the I/O driver on one worker
 //! is often run by the other, and every such hand-over wakes a parked thread (a futex call and
 //! a context switch). With one request per read (`redis-benchmark -P 1`, plain HTTP clients)
-//! that hand-over cost more than the request: idmint used 16.4 us of CPU per `INCR` where
-//! redis-server, one thread, used 13.8. So, as nginx and Redis do, connections are spread over
+//! that hand-over cost more than the request did (BENCHMARKS.md, "Figures behind design
+//! choices"). So, as nginx and Redis do, connections are spread over
 //! a few single-threaded runtimes, one per core: the accept loop hands each new connection to
 //! the next thread in turn, and from then on its reads, commands and writes never leave it.
 //!

@@ -21,12 +21,12 @@ use super::SnowflakeGenerator;
 use crate::error::Result;
 
 /// The largest batch a handle reserves at once. A reservation on a word another core just
-/// wrote costs a hundred nanoseconds or more (its cache line moves, twice: for the load and for
-/// the compare-and-swap), against 3-5 ns per ID handed out locally. Measured with two threads
-/// on two cores (`examples/hot_loop`), 64 left them at 0.55-0.82x of one thread's wall time per
-/// ID, 256 at 0.54-0.65x, 1,024 at 0.48-0.67x: 256 takes most of the gain, and a handle drops
-/// at most that many IDs at a tick change (layouts with a narrow sequence are capped lower, see
-/// `SEQ_SHARE_SHIFT`).
+/// wrote costs far more than an ID handed out locally (its cache line moves, twice: for the
+/// load and for the compare-and-swap), so batches must be large enough to spread that cost,
+/// and small because a handle drops what is left of its batch at a tick change (layouts with a
+/// narrow sequence are capped lower, see `SEQ_SHARE_SHIFT`). 256 was where larger batches
+/// stopped paying, measured with `examples/hot_loop` (BENCHMARKS.md, "Two threads no slower in
+/// total than one").
 pub const MAX_LOCAL_BATCH: u64 = 256;
 
 /// A batch may be at most this fraction (as a power of two) of a tick's sequence, so the IDs a
