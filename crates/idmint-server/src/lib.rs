@@ -5,6 +5,7 @@
 //! HTTP and Leaf front end ([`http`]), the Redis-protocol front end ([`resp`]), the settings
 //! ([`config`]) and the start and graceful stop of it all ([`serve`]).
 
+mod accept;
 pub mod config;
 mod error;
 pub mod http;

@@ -17,7 +17,6 @@
 
 use std::future::Future;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,9 +26,9 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 
 use super::metrics;
+use crate::accept::{Admission, Admitted};
 use crate::io_threads::{self, IoThreads};
 
 /// How long a client may take to send a request line and its headers, counted from when the
@@ -43,10 +42,6 @@ pub const MAX_HEADER_SIZE: usize = 64 * 1024;
 
 /// Most HTTP connections served at once (the Redis-protocol listener has the same default).
 pub const MAX_CONNECTIONS: usize = 10_000;
-
-/// Pause after an accept error such as "too many open files", so the loop does not spin while
-/// the condition lasts.
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 
 /// Bounds on the connections of the HTTP listener, and where they run.
 #[derive(Debug, Clone)]
@@ -83,8 +78,8 @@ pub async fn serve(
     serve_with(listener, router, ConnectionOptions::default(), shutdown).await
 }
 
-/// [`serve`] with chosen bounds. Connections get `TCP_NODELAY`. Accept errors are logged and
-/// retried, never returned.
+/// [`serve`] with chosen bounds. Connections are admitted as `crate::accept` says (limit,
+/// `TCP_NODELAY`, accept errors logged and retried, never returned).
 pub async fn serve_with(
     listener: TcpListener,
     router: Router,
@@ -98,41 +93,25 @@ pub async fn serve_with(
         .timer(TokioTimer::new())
         .header_read_timeout(options.header_read_timeout)
         .max_header_size(options.max_header_size.max(HYPER_MIN_BUFFER));
-    let permits = Arc::new(Semaphore::new(
-        options.max_connections.clamp(1, Semaphore::MAX_PERMITS),
-    ));
+    let admission = Admission::new("HTTP", options.max_connections, options.io);
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let (stream, peer) = tokio::select! {
+        let admitted = tokio::select! {
             () = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(error) => {
-                    accept_failed(&error).await;
-                    continue;
-                }
-            },
+            admitted = admission.next(&listener, |stream| refuse(stream, admission.limit())) => admitted,
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            refuse(&stream, peer, options.max_connections);
-            continue;
-        };
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%peer, %error, "could not set TCP_NODELAY");
-        }
-        let (accepted, runtime) = match io_threads::place(options.io.as_deref(), stream) {
-            Ok(placed) => placed,
-            Err(error) => {
-                tracing::debug!(%peer, %error, "HTTP connection could not be handed over");
-                continue;
-            }
-        };
+        let Admitted {
+            stream,
+            runtime,
+            peer,
+            permit,
+        } = admitted;
         let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
         let watcher = graceful.watcher();
         io_threads::spawn_on(&runtime, async move {
-            let stream = match accepted.attach() {
+            let stream = match stream.attach() {
                 Ok(stream) => stream,
                 Err(error) => {
                     tracing::debug!(%peer, %error, "HTTP connection could not be attached");
@@ -152,10 +131,9 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Answers a connection beyond the limit with a `503` and closes it, without waiting on it.
-fn refuse(stream: &TcpStream, peer: SocketAddr, limit: usize) {
+/// Answers a connection beyond the limit with a `503`; the caller closes it.
+fn refuse(stream: &TcpStream, limit: usize) {
     const CODE: &str = "too_many_connections";
-    tracing::warn!(%peer, limit, "HTTP connection refused: too many connections");
     metrics::record_error(CODE);
     let body = serde_json::json!({
         "error": {
@@ -169,30 +147,13 @@ fn refuse(stream: &TcpStream, peer: SocketAddr, limit: usize) {
          content-length: {}\r\nretry-after: 1\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
-    // A fresh socket's send buffer takes these few bytes at once; if not, the peer gets none.
     let _ = stream.try_write(response.as_bytes());
-}
-
-/// Logs an accept error and pauses when it is about resources (file descriptors, memory)
-/// rather than one connection that went away before it was accepted.
-async fn accept_failed(error: &io::Error) {
-    if matches!(
-        error.kind(),
-        io::ErrorKind::ConnectionAborted
-            | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::Interrupted
-            | io::ErrorKind::WouldBlock
-    ) {
-        tracing::debug!(%error, "HTTP accept failed");
-    } else {
-        tracing::warn!(%error, "HTTP accept failed; pausing");
-        tokio::time::sleep(ACCEPT_BACKOFF).await;
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::error::Error;
+    use std::net::SocketAddr;
 
     use axum::routing::get;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -22,7 +22,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use super::listener::Shared;
+use super::shared::Shared;
 use super::tags::TagCache;
 
 /// Initial capacity of a connection's read buffer; it grows only for large requests.
@@ -140,11 +140,6 @@ pub(super) async fn run(
     mut stop: oneshot::Receiver<()>,
 ) {
     let _connected = Connected::new(&shared);
-    // Replies go out as soon as they are written: a client waiting for one reply must not
-    // wait for Nagle's algorithm.
-    if let Err(error) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, %error, "TCP_NODELAY not set");
-    }
     let local = stream.local_addr().ok();
     let mut session = Session::new(shared, peer, local);
     tracing::trace!(%peer, client = session.id, "RESP connection opened");

@@ -26,6 +26,7 @@ mod commands;
 mod connection;
 mod listener;
 mod reply;
+mod shared;
 mod tags;
 
 use std::fmt;

@@ -1,0 +1,49 @@
+//! What every connection of one Redis-protocol listener shares: the ID service, the options,
+//! and the counters `INFO` reports.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::RespOptions;
+use crate::ids::Ids;
+
+/// State shared by every connection of one listener: the service, the options and the
+/// counters `INFO` reports.
+#[derive(Debug)]
+pub(super) struct Shared {
+    pub(super) ids: Arc<Ids>,
+    pub(super) options: RespOptions,
+    /// The address the listener is bound to (`INFO`'s `tcp_port`).
+    pub(super) local_addr: Option<SocketAddr>,
+    pub(super) started: Instant,
+    next_client_id: AtomicU64,
+    pub(super) connected: AtomicUsize,
+    pub(super) total_connections: AtomicU64,
+    pub(super) rejected_connections: AtomicU64,
+    /// Commands run, added once per batch of pipelined commands (not per command, so that
+    /// connections on different cores do not fight over one cache line).
+    pub(super) total_commands: AtomicU64,
+}
+
+impl Shared {
+    pub(super) fn new(ids: Arc<Ids>, options: RespOptions, local_addr: Option<SocketAddr>) -> Self {
+        Self {
+            ids,
+            options,
+            local_addr,
+            started: Instant::now(),
+            next_client_id: AtomicU64::new(1),
+            connected: AtomicUsize::new(0),
+            total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            total_commands: AtomicU64::new(0),
+        }
+    }
+
+    /// A new connection's `CLIENT ID`.
+    pub(super) fn client_id(&self) -> u64 {
+        self.next_client_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
