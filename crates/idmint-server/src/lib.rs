@@ -6,6 +6,7 @@
 //! ([`config`]) and the start and graceful stop of it all ([`serve`]).
 
 mod accept;
+mod auth;
 pub mod config;
 mod error;
 pub mod http;
@@ -16,6 +17,7 @@ pub mod metered_store;
 pub mod resp;
 pub mod serve;
 pub mod store_calls;
+pub mod telemetry;
 #[cfg(test)]
 mod test_io;
 

@@ -20,19 +20,11 @@ use idmint_core::store::{
 use idmint_core::{Error, IdSpaceRecord, Result, Tag};
 use idmint_store::Store;
 
-/// Histogram: latency of store calls, by operation.
-pub const STORE_CALL_SECONDS: &str = "idmint_store_call_seconds";
-/// Counter: failed store calls, by operation and kind of failure.
-pub const STORE_ERRORS: &str = "idmint_store_errors_total";
+use crate::telemetry::{self, STORE_CALL_SECONDS, STORE_ERRORS};
 
 /// `store` with every call measured.
 pub fn metered(store: Store) -> Store {
-    metrics::describe_histogram!(
-        STORE_CALL_SECONDS,
-        metrics::Unit::Seconds,
-        "Latency of store calls, by operation"
-    );
-    metrics::describe_counter!(STORE_ERRORS, "Failed store calls, by operation and kind");
+    telemetry::describe_store_and_resp();
     Store {
         segments: Arc::new(MeteredSegments(store.segments)),
         leases: Arc::new(MeteredLeases(store.leases)),

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::errors::ApiError;
 use super::params::{JsonBody, TagPath};
 use super::state::AppState;
+use crate::auth::secret_eq;
 
 /// Longest description accepted, in bytes.
 const MAX_DESCRIPTION: usize = 1_024;
@@ -40,7 +41,7 @@ impl FromRequestParts<AppState> for Admin {
         };
         let header = parts.headers.get(AUTHORIZATION).ok_or_else(unauthorized)?;
         let token = bearer_token(header.as_bytes()).ok_or_else(unauthorized)?;
-        if same_bytes(token, expected) {
+        if secret_eq(token, expected) {
             Ok(Admin)
         } else {
             Err(ApiError::new(
@@ -60,18 +61,6 @@ fn bearer_token(header: &[u8]) -> Option<&[u8]> {
     }
     let token = header.get(7..)?.trim_ascii();
     (!token.is_empty()).then_some(token)
-}
-
-/// Equality whose time does not depend on where the inputs differ.
-fn same_bytes(given: &[u8], expected: &[u8]) -> bool {
-    if given.len() != expected.len() {
-        return false;
-    }
-    given
-        .iter()
-        .zip(expected)
-        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-        == 0
 }
 
 /// A tag as the API shows it: `max_id` is a string like every ID.
@@ -233,13 +222,5 @@ mod tests {
         assert_eq!(bearer_token(b"Bearer "), None);
         assert_eq!(bearer_token(b"Bearer"), None);
         assert_eq!(bearer_token(b"abc"), None);
-    }
-
-    #[test]
-    fn tokens_compare_exactly() {
-        assert!(same_bytes(b"secret", b"secret"));
-        assert!(!same_bytes(b"secret", b"secreT"));
-        assert!(!same_bytes(b"secre", b"secret"));
-        assert!(!same_bytes(b"", b"secret"));
     }
 }

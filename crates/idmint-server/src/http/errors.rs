@@ -14,8 +14,8 @@ use axum::http::{HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use idmint_core::Error;
 
-use super::metrics;
 use super::{BODY_LIMIT, REQUEST_TIMEOUT};
+use crate::telemetry;
 
 /// Longest piece of client input echoed back in a message.
 const ECHO_LIMIT: usize = 96;
@@ -110,7 +110,7 @@ impl From<Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        metrics::record_error(self.code);
+        telemetry::record_http_error(self.code);
         if self.status.is_server_error() {
             tracing::warn!(
                 status = %self.status,

@@ -7,9 +7,9 @@ use axum::Json;
 
 use super::encode;
 use super::errors::ApiError;
-use super::metrics;
 use super::params::{CountQuery, IdPath, Params, SizeQuery, SnowflakeQuery, TagPath};
 use super::state::AppState;
+use crate::telemetry;
 
 /// `GET /v1/snowflake?count=N[&shard=K]` → `{"ids": ["..."]}`.
 pub(crate) async fn snowflake(
@@ -33,7 +33,7 @@ pub(crate) async fn segment(
 ) -> Result<Response, ApiError> {
     let count = state.count(query.count)?;
     let runs = state.ids.segment_ids(&tag, count).await?;
-    metrics::record_segment(&tag, count);
+    telemetry::record_segment(&tag, count);
     Ok(encode::json(encode::ids_json(
         runs.into_iter().flatten(),
         count,
@@ -59,7 +59,7 @@ pub(crate) async fn lease(
             ),
         ));
     }
-    metrics::record_segment(&tag, size);
+    telemetry::record_segment(&tag, size);
     Ok(encode::json(encode::range_json(run.start, run.end)))
 }
 

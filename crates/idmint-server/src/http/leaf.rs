@@ -18,9 +18,9 @@ use serde::Serialize;
 
 use super::encode;
 use super::errors::ApiError;
-use super::metrics;
 use super::params::{LeafDecodeQuery, Params, TagPath};
 use super::state::AppState;
+use crate::telemetry;
 
 /// `GET /api/segment/get/{key}`.
 pub(crate) async fn segment(
@@ -29,7 +29,7 @@ pub(crate) async fn segment(
 ) -> Result<Response, ApiError> {
     let runs = state.ids.segment_ids(&tag, 1).await?;
     let id = runs.first().map(|run| run.start).ok_or_else(empty)?;
-    metrics::record_segment(&tag, 1);
+    telemetry::record_segment(&tag, 1);
     Ok(encode::plain_id(id))
 }
 

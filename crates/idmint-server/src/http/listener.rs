@@ -27,9 +27,9 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::metrics;
 use crate::accept::{Admission, Admitted};
 use crate::io_threads::{self, IoThreads};
+use crate::telemetry;
 
 /// How long a client may take to send a request line and its headers, counted from when the
 /// server starts waiting for them: when the connection is accepted, and on a keep-alive
@@ -134,7 +134,7 @@ pub async fn serve_with(
 /// Answers a connection beyond the limit with a `503`; the caller closes it.
 fn refuse(stream: &TcpStream, limit: usize) {
     const CODE: &str = "too_many_connections";
-    metrics::record_error(CODE);
+    telemetry::record_http_error(CODE);
     let body = serde_json::json!({
         "error": {
             "code": CODE,

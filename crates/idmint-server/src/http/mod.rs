@@ -67,7 +67,7 @@ mod health;
 mod issue;
 mod leaf;
 mod listener;
-pub mod metrics;
+mod metrics;
 mod params;
 mod state;
 

@@ -8,9 +8,9 @@ use idmint_core::Tag;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::errors::ApiError;
-use super::metrics::Recorded;
 use super::HttpOptions;
 use crate::ids::Ids;
+use crate::telemetry::Recorded;
 
 /// The state of the router: cheap to clone (one `Arc`).
 #[derive(Debug, Clone)]

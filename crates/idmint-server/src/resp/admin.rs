@@ -12,6 +12,7 @@ use idmint_resp::{encode, Reply};
 use super::commands::{lookup, wrong_arity, Spec, COMMANDS};
 use super::connection::Session;
 use super::reply;
+use crate::auth::secret_eq;
 
 /// The Redis version idmint answers as in `INFO` (the command set it follows); its own
 /// version is `idmint_version`.
@@ -208,7 +209,7 @@ impl Session {
             };
         };
         // Compare the password even for a wrong user name, so both take the same time.
-        let password_ok = reply::secret_eq(password, token.as_bytes());
+        let password_ok = secret_eq(password, token.as_bytes());
         if user_ok && password_ok {
             Ok(())
         } else {

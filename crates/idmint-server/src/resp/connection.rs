@@ -24,6 +24,7 @@ use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use super::shared::Shared;
 use super::tags::TagCache;
+use crate::telemetry;
 
 /// Initial capacity of a connection's read buffer; it grows only for large requests.
 const READ_BUFFER: usize = 16 * 1024;
@@ -84,7 +85,7 @@ impl Session {
             lib_name: None,
             lib_ver: None,
             tags: TagCache::default(),
-            snowflakes_issued: metrics::counter!("idmint_ids_issued_total", "kind" => "snowflake"),
+            snowflakes_issued: telemetry::snowflake_counter(),
             snowflakes_pending: 0,
             commands_pending: 0,
         }
@@ -119,7 +120,7 @@ impl Connected {
     fn new(shared: &Arc<Shared>) -> Self {
         shared.connected.fetch_add(1, Ordering::Relaxed);
         shared.total_connections.fetch_add(1, Ordering::Relaxed);
-        metrics::gauge!("idmint_resp_connections").increment(1.0);
+        metrics::gauge!(telemetry::RESP_CONNECTIONS).increment(1.0);
         Self(Arc::clone(shared))
     }
 }
@@ -127,7 +128,7 @@ impl Connected {
 impl Drop for Connected {
     fn drop(&mut self) {
         self.0.connected.fetch_sub(1, Ordering::Relaxed);
-        metrics::gauge!("idmint_resp_connections").decrement(1.0);
+        metrics::gauge!(telemetry::RESP_CONNECTIONS).decrement(1.0);
     }
 }
 
@@ -203,7 +204,7 @@ async fn serve_connection(
                 Err(error) => {
                     // The stream can no longer be split into requests: answer, then close.
                     tracing::debug!(peer = %session.peer, %error, "RESP protocol error");
-                    metrics::counter!("idmint_resp_protocol_errors_total").increment(1);
+                    metrics::counter!(telemetry::RESP_PROTOCOL_ERRORS).increment(1);
                     error.write_reply(&mut out);
                     flow = Flow::Close;
                 }
@@ -243,7 +244,7 @@ async fn partial_request_timed_out(
         ?timeout,
         "RESP request not complete in time; closing"
     );
-    metrics::counter!("idmint_resp_protocol_errors_total").increment(1);
+    metrics::counter!(telemetry::RESP_PROTOCOL_ERRORS).increment(1);
     let mut out = BytesMut::new();
     encode::error_fmt(
         &mut out,

@@ -182,18 +182,6 @@ fn error_code(error: &Error) -> Option<&'static str> {
     }
 }
 
-/// Compares two secrets in time that depends only on their lengths, not on where they differ.
-pub(super) fn secret_eq(given: &[u8], expected: &[u8]) -> bool {
-    if given.len() != expected.len() {
-        return false;
-    }
-    given
-        .iter()
-        .zip(expected)
-        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
-        == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,14 +254,6 @@ mod tests {
         out.clear();
         service_error(&mut out, &Error::StoreCorrupt("malformed".into()));
         assert_eq!(&out[..], b"-ERR store_corrupt store corrupt: malformed\r\n");
-    }
-
-    #[test]
-    fn secrets_compare() {
-        assert!(secret_eq(b"s3cret", b"s3cret"));
-        assert!(!secret_eq(b"s3cret", b"s3creT"));
-        assert!(!secret_eq(b"s3cret", b"s3cre"));
-        assert!(secret_eq(b"", b""));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use idmint_core::{Error, Result, SegmentBuffer, Tag};
 
 use crate::ids::Ids;
+use crate::telemetry;
 
 /// Most tags one connection keeps at hand; using more only costs a registry lookup each.
 const CAPACITY: usize = 8;
@@ -74,11 +75,7 @@ impl TagCache {
             })?;
             let tag = Tag::new(name)?;
             let buffer = ids.segments().buffer(&tag).await?;
-            let issued = metrics::counter!(
-                "idmint_ids_issued_total",
-                "kind" => "segment",
-                "tag" => tag.as_str().to_owned()
-            );
+            let issued = telemetry::segment_counter(&tag);
             if self.entries.len() >= CAPACITY {
                 if let Some(mut evicted) = self.entries.pop() {
                     evicted.flush();
