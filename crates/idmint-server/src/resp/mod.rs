@@ -21,9 +21,9 @@
 //!   lock-free claim and no allocation;
 //! - `reply`: argument parsing helpers and the mapping of `idmint_core::Error` to replies.
 
-mod admin;
-mod commands;
+mod cmd;
 mod connection;
+mod glob;
 mod listener;
 mod reply;
 mod shared;
