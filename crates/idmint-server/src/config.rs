@@ -19,58 +19,122 @@ use crate::ids::{IdsConfig, LeaseConfig, SegmentOptions};
 /// The layout when none is given: 41 bits of milliseconds, 1,024 workers, 4,096 IDs per ms each.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 
-/// One layer of settings: every field optional. The TOML file deserializes into this, with the
-/// same names as the flags (`store`, `http`, `resp`, `layout`, `worker_id`...).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// One layer of settings, every field optional: the one definition of each setting. clap reads
+/// the command line and the `IDMINT_*` variables into it (its field docs are `--help`), and the
+/// TOML file deserializes into it under the same names with underscores (`worker_id = "auto"`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct PartialConfig {
-    /// Folder of the embedded store's file.
+    /// Folder of the embedded store (used when --store is not given). [default: ./idmint-data]
+    #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
-    /// Store URL (`sqlite://`, `postgres://`, `mysql://`, `redis://`).
+
+    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
+    /// [default: sqlite://<data-dir>/idmint.db]
+    #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
     pub store: Option<String>,
-    /// HTTP listen address.
+
+    /// HTTP (JSON and Leaf API) listen address. [default: 127.0.0.1:8080]
+    #[arg(long, value_name = "ADDR", env = "IDMINT_HTTP")]
     pub http: Option<String>,
-    /// Redis-protocol listen address.
+
+    /// Redis-protocol listen address. [default: 127.0.0.1:6380]
+    #[arg(long, value_name = "ADDR", env = "IDMINT_RESP")]
     pub resp: Option<String>,
-    /// Snowflake layout: a preset or a spec.
+
+    /// Snowflake layout: a preset (twitter, discord, instagram, sonyflake, js-safe) or fields
+    /// like time:41@1ms,worker:10,seq:12. [default: time:41@1ms,worker:10,seq:12]
+    #[arg(long, value_name = "SPEC", env = "IDMINT_LAYOUT")]
     pub layout: Option<String>,
-    /// Layout epoch: ms since 1970, RFC 3339 or `YYYY-MM-DD`.
+
+    /// Layout epoch: ms since 1970, RFC 3339 or YYYY-MM-DD. [default: the layout's own]
+    #[arg(long, value_name = "EPOCH", env = "IDMINT_EPOCH")]
     pub epoch: Option<String>,
-    /// Datacenter ID placed in every snowflake.
+
+    /// Datacenter ID placed in every snowflake (layouts with a dc field). [default: 0]
+    #[arg(long, value_name = "N", env = "IDMINT_DATACENTER")]
     pub datacenter: Option<u64>,
-    /// `auto` or a worker ID.
+
+    /// Worker ID: `auto` (leased from the store) or a fixed N, registered in the store and
+    /// refused while another live node holds it. [default: auto]
+    #[arg(long, value_name = "auto|N", env = "IDMINT_WORKER_ID")]
     pub worker_id: Option<String>,
-    /// This node's stable name (gets its worker ID back after a restart).
+
+    /// This node's stable name: it gets its previous worker ID back. [default: the host name]
+    #[arg(long, value_name = "NAME", env = "IDMINT_NODE_NAME")]
     pub node_name: Option<String>,
-    /// Token required by admin routes and Redis `AUTH`.
+
+    /// Token required by admin routes (Authorization: Bearer) and Redis AUTH. [default: none]
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "IDMINT_ADMIN_TOKEN",
+        hide_env_values = true
+    )]
     pub admin_token: Option<String>,
-    /// Create unknown tags on first use.
+
+    /// Create unknown tags on first use. [default: true]
+    #[arg(long, value_name = "BOOL", env = "IDMINT_AUTO_CREATE_TAGS")]
     pub auto_create_tags: Option<bool>,
-    /// Step of tags created on first use.
+
+    /// Step of tags created on first use. [default: 1000]
+    #[arg(long, value_name = "N", env = "IDMINT_DEFAULT_STEP")]
     pub default_step: Option<u64>,
-    /// Accept a store that cannot promise durability (logged as a warning).
+
+    /// Accept a store that cannot promise durability (a crash may then reissue IDs).
+    /// [default: false]
+    #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
     pub allow_non_durable: Option<bool>,
-    /// Threads that serve client connections; 0 serves them on the main runtime.
+
+    /// Threads that serve client connections (HTTP and Redis protocol), each connection on
+    /// one of them for its whole life; 0 serves them on the main runtime's work-stealing
+    /// workers. [default: one fewer than the CPUs, at least 1: the kernel's TCP work and the
+    /// store calls get a CPU of their own]
+    #[arg(long, value_name = "N", env = "IDMINT_IO_THREADS")]
     pub io_threads: Option<usize>,
-    /// Prefix of idmint's tables (or Redis keys) in the store, so several deployments can
-    /// share one database.
+
+    /// Prefix of idmint's tables (or Redis keys) in the store: [a-z0-9_]{1,32}, so several
+    /// deployments can share one database. [default: idmint]
+    #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
     pub namespace: Option<String>,
-    /// What to do with a worker ID whose high-water mark is ahead of the clock: `wait`,
-    /// `switch` or `fail`.
+
+    /// When the worker ID's high-water mark is ahead of the clock by more than --max-lead
+    /// (a restart after the clock stepped back): `switch` takes another worker ID whose mark
+    /// is below the clock, `wait` keeps it and answers snowflake calls with clock_behind until
+    /// the clock catches up, `fail` refuses to start. [default: switch]
+    #[arg(long, value_name = "wait|switch|fail", env = "IDMINT_CLOCK_POLICY")]
     pub clock_policy: Option<String>,
-    /// How long a worker lease lasts unless renewed (`10s`, `500ms`...).
+
+    /// How long the worker lease lasts unless renewed: how soon another node may take the
+    /// worker ID of a node that died. [default: 10s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_TTL")]
     pub lease_ttl: Option<String>,
-    /// How often the lease is renewed and the high-water mark raised.
+
+    /// How often the lease is renewed and the high-water mark raised; below --lease-ttl.
+    /// [default: 2s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_RENEW")]
     pub lease_renew: Option<String>,
+
     /// How far ahead of the clock the high-water mark is raised: how long snowflakes keep
-    /// flowing while the store is down.
+    /// flowing while the store is down; above --lease-renew. [default: 10s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_HWM_LEAD")]
     pub hwm_lead: Option<String>,
-    /// How far ahead of the clock the generator may borrow time.
+
+    /// How far ahead of the clock the generator may borrow time when a tick's sequence is
+    /// used up. [default: 1s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_LEAD")]
     pub max_lead: Option<String>,
-    /// The longest a request waits for the clock or the store before an error.
+
+    /// The longest a snowflake request waits for the clock or the store before an error.
+    /// [default: 1s]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_WAIT")]
     pub max_wait: Option<String>,
+
     /// How long a starting node waits for a worker lease to expire when every worker ID (or
-    /// its static one) is held; `0s` fails at once. Defaults to the lease TTL.
+    /// its --worker-id) is held, e.g. by a node killed a moment ago: it logs the lease it waits
+    /// for, and fails when none expired in time. 0 fails at once. [default: the --lease-ttl
+    /// value, the longest a dead node's lease lives on]
+    #[arg(long, value_name = "DURATION", env = "IDMINT_WORKER_WAIT")]
     pub worker_wait: Option<String>,
 }
 
@@ -280,6 +344,37 @@ impl ServeConfig {
     }
 }
 
+/// The settings as a Markdown table (flag, variable, TOML key, meaning with its default), made
+/// from the same definitions as `--help`: README.md carries it, and a test keeps the two equal.
+pub fn settings_table() -> String {
+    let command = <PartialConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+    let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
+    let mut table =
+        String::from("| flag | variable | TOML key | meaning |\n| --- | --- | --- | --- |\n");
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        let value = arg
+            .get_value_names()
+            .and_then(|names| names.first())
+            .map(|name| format!(" {name}"))
+            .unwrap_or_default();
+        let env = arg
+            .get_env()
+            .map(|env| env.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        table.push_str(&format!(
+            "| `--{long}{value}` | `{env}` | `{key}` | {help} |\n",
+            value = cell(&value),
+            key = long.replace('-', "_"),
+            help = cell(&help),
+        ));
+    }
+    table
+}
+
 /// The `sqlite://` URL of the embedded store's file in `data_dir`.
 ///
 /// A relative folder is written `./folder`: in `sqlite://folder/...` a first segment holding
@@ -335,6 +430,35 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    /// README.md's settings table is what the definitions produce; `IDMINT_BLESS=1` rewrites it.
+    #[test]
+    fn the_readme_lists_every_setting_as_defined() {
+        const BEGIN: &str =
+            "<!-- settings: generated from crates/idmint-server/src/config.rs -->\n";
+        const END: &str = "<!-- settings end -->";
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+        let readme = std::fs::read_to_string(&path).unwrap();
+        let start = readme
+            .find(BEGIN)
+            .expect("README.md has no settings table marker")
+            + BEGIN.len();
+        let end = start
+            + readme[start..]
+                .find(END)
+                .expect("README.md has no end marker");
+        let table = settings_table();
+        if std::env::var_os("IDMINT_BLESS").is_some() {
+            let blessed = format!("{}{table}{}", &readme[..start], &readme[end..]);
+            std::fs::write(&path, blessed).unwrap();
+            return;
+        }
+        assert_eq!(
+            readme[start..end],
+            table,
+            "README.md's settings table is stale: run IDMINT_BLESS=1 cargo test -p idmint-server settings"
+        );
+    }
 
     #[test]
     fn defaults_serve_on_loopback_with_the_embedded_store() {
