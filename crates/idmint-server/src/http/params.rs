@@ -149,51 +149,29 @@ pub(crate) fn parse_decimal(text: &str) -> Option<u64> {
     text.parse().ok()
 }
 
-/// Percent-decodes `raw`; borrows when there is nothing to decode. Malformed escapes are kept
-/// as they are (like browsers do); a result that is not UTF-8 is refused.
+/// Percent-decodes `raw` (`+` is a space); borrows when there is nothing to decode. Malformed
+/// escapes are kept as they are (like browsers do); a result that is not UTF-8 is refused,
+/// which `form_urlencoded` (lossy) would not do, so the parameter's own error is kept.
 fn percent_decode(raw: &str) -> Result<Cow<'_, str>, ApiError> {
-    if !raw.bytes().any(|b| b == b'%' || b == b'+') {
-        return Ok(Cow::Borrowed(raw));
-    }
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&byte) = bytes.get(i) {
-        match byte {
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b'%' => match (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-                (Some(high), Some(low)) => {
-                    out.push(high << 4 | low);
-                    i += 3;
-                }
-                _ => {
-                    out.push(b'%');
-                    i += 1;
-                }
-            },
-            other => {
-                out.push(other);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).map(Cow::Owned).map_err(|_| {
+    let spaced = if raw.contains('+') {
+        Cow::Owned(raw.replace('+', " "))
+    } else {
+        Cow::Borrowed(raw)
+    };
+    let not_utf8 = |_| {
         ApiError::bad_request(
             "invalid_query",
             "the query string is not UTF-8 once percent-decoded",
         )
-    })
-}
-
-fn hex(digit: Option<&u8>) -> Option<u8> {
-    match digit? {
-        d @ b'0'..=b'9' => Some(d - b'0'),
-        d @ b'a'..=b'f' => Some(d - b'a' + 10),
-        d @ b'A'..=b'F' => Some(d - b'A' + 10),
-        _ => None,
+    };
+    match spaced {
+        Cow::Borrowed(text) => percent_encoding::percent_decode_str(text)
+            .decode_utf8()
+            .map_err(not_utf8),
+        Cow::Owned(text) => percent_encoding::percent_decode_str(&text)
+            .decode_utf8()
+            .map(|decoded| Cow::Owned(decoded.into_owned()))
+            .map_err(not_utf8),
     }
 }
 
