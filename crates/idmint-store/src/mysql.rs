@@ -560,11 +560,7 @@ impl MysqlStore {
                     .fetch_all(&mut *tx)
                     .await
                     .map_err(err)?;
-                choose_worker(&rows, request.node_name.as_bytes(), now, count).ok_or(
-                    Error::NoWorkerFree {
-                        worker_count: request.worker_count,
-                    },
-                )?
+                rows::pick_worker(&rows, &request.node_name, now, count)?
             }
         };
         let expires = now.saturating_add(ttl);
@@ -623,29 +619,6 @@ impl MysqlStore {
         })?;
         Ok((to_u64("hwm_ms", hwm)?, to_u64("expires_at_ms", expires)?))
     }
-}
-
-/// The worker ID to take, from the lease rows below `count` (`(worker_id, node_name,
-/// expires_at_ms)`, by worker ID): the node's previous one if expired (the one that expired
-/// last), else the smallest never-used one, else the one that expired longest ago.
-fn choose_worker(rows: &[(i64, Vec<u8>, i64)], node: &[u8], now: i64, count: i64) -> Option<i64> {
-    let expired = || rows.iter().filter(|(_, _, expires)| *expires <= now);
-    let previous = expired()
-        .filter(|(_, name, _)| name.as_slice() == node)
-        .max_by_key(|(id, _, expires)| (*expires, std::cmp::Reverse(*id)))
-        .map(|(id, _, _)| *id);
-    let mut never_used = 0;
-    for (id, _, _) in rows {
-        if *id != never_used {
-            break;
-        }
-        never_used += 1;
-    }
-    let never_used = Some(never_used).filter(|id| *id < count);
-    let longest_expired = expired()
-        .min_by_key(|(id, _, expires)| (*expires, *id))
-        .map(|(id, _, _)| *id);
-    previous.or(never_used).or(longest_expired)
 }
 
 /// A tag row as [`TagInfo`].
@@ -930,32 +903,6 @@ mod tests {
         assert!(migration("ns_1", schema::LATEST + 1).is_empty());
         // GET_LOCK names are at most 64 characters; namespaces at most 32.
         assert!(migration_lock(&"x".repeat(32)).len() <= 64);
-    }
-
-    #[test]
-    fn the_choice_prefers_own_then_never_used_then_longest_expired() {
-        const NOW: i64 = 1_000;
-        let row = |id: i64, node: &str, expires: i64| (id, node.as_bytes().to_vec(), expires);
-        // Nothing leased yet: 0.
-        assert_eq!(choose_worker(&[], b"a", NOW, 4), Some(0));
-        // A gap is a never-used ID.
-        let rows = [row(0, "a", 2_000), row(1, "b", 2_000), row(3, "c", 2_000)];
-        assert_eq!(choose_worker(&rows, b"d", NOW, 4), Some(2));
-        // The node's own expired ID first, even with never-used ones left.
-        let rows = [row(0, "a", 900), row(1, "b", 500)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 4), Some(0));
-        assert_eq!(choose_worker(&rows, b"c", NOW, 4), Some(2));
-        // The node's live ID is not "previous": it gets another one.
-        let rows = [row(0, "a", 2_000), row(1, "b", 500)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 2), Some(1));
-        // All used: the one that expired longest ago, ties by ID; none when all are live.
-        let rows = [row(0, "a", 900), row(1, "b", 500), row(2, "c", 500)];
-        assert_eq!(choose_worker(&rows, b"d", NOW, 3), Some(1));
-        let rows = [row(0, "a", 2_000), row(1, "b", 2_000)];
-        assert_eq!(choose_worker(&rows, b"c", NOW, 2), None);
-        // Of several own expired IDs, the one that expired last.
-        let rows = [row(0, "a", 100), row(1, "a", 800), row(2, "a", 800)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 3), Some(1));
     }
 
     #[test]

@@ -71,11 +71,7 @@ struct Statements {
     /// Holder and expiry of one worker ID.
     lease_row: Arc<str>,
     /// The asking node's expired previous worker ID.
-    previous_worker: Arc<str>,
-    /// The smallest worker ID that has no row.
-    first_unused_worker: Arc<str>,
-    /// The worker ID whose lease expired longest ago.
-    longest_expired_worker: Arc<str>,
+    worker_rows: Arc<str>,
     /// Takes a worker ID with a new token, returning the token and the stored HWM.
     take_worker: Arc<str>,
     /// Extends a lease and raises its HWM, if the token holds.
@@ -129,18 +125,9 @@ impl Statements {
             lease_row: sql(format!(
                 "SELECT node_name, expires_at_ms FROM {w} WHERE worker_id = $1"
             )),
-            previous_worker: sql(format!(
-                "SELECT worker_id FROM {w} WHERE node_name = $1 AND expires_at_ms <= $2 \
-                 AND worker_id < $3 ORDER BY expires_at_ms DESC, worker_id LIMIT 1"
-            )),
-            first_unused_worker: sql(format!(
-                "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {w} WHERE worker_id = 0) THEN 0 \
-                 ELSE (SELECT MIN(a.worker_id) + 1 FROM {w} a WHERE NOT EXISTS \
-                 (SELECT 1 FROM {w} b WHERE b.worker_id = a.worker_id + 1)) END"
-            )),
-            longest_expired_worker: sql(format!(
-                "SELECT worker_id FROM {w} WHERE expires_at_ms <= $1 AND worker_id < $2 \
-                 ORDER BY expires_at_ms, worker_id LIMIT 1"
+            worker_rows: sql(format!(
+                "SELECT worker_id, node_name, expires_at_ms FROM {w} WHERE worker_id < $1 \
+                 ORDER BY worker_id"
             )),
             take_worker: sql(format!(
                 "INSERT INTO {w} (worker_id, node_name, token, hwm_ms, expires_at_ms) \
@@ -470,8 +457,12 @@ impl PostgresStore {
                 id
             }
             None => {
-                self.pick_worker(&mut tx, &request.node_name, now, count)
-                    .await?
+                let rows: Vec<(i64, String, i64)> = sqlx::query_as(q(&self.sql.worker_rows))
+                    .bind(count)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                rows::pick_worker(&rows, &request.node_name, now, count)?
             }
         };
         let expires = now.saturating_add(ttl);
@@ -484,44 +475,6 @@ impl PostgresStore {
             .map_err(err)?;
         tx.commit().await.map_err(err)?;
         rows::lease(worker_id, token, hwm, expires)
-    }
-
-    /// The node's previous worker ID if expired, else the smallest never-used one, else the
-    /// one expired longest ago.
-    async fn pick_worker(
-        &self,
-        tx: &mut Transaction<'static, Postgres>,
-        node: &str,
-        now: i64,
-        count: i64,
-    ) -> Result<i64> {
-        let err = |e| pg_error("choosing a worker ID", e);
-        let previous: Option<i64> = sqlx::query_scalar(q(&self.sql.previous_worker))
-            .bind(node)
-            .bind(now)
-            .bind(count)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(err)?;
-        if let Some(id) = previous {
-            return Ok(id);
-        }
-        let unused: Option<i64> = sqlx::query_scalar(q(&self.sql.first_unused_worker))
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(err)?;
-        if let Some(id) = unused.filter(|id| *id < count) {
-            return Ok(id);
-        }
-        let expired: Option<i64> = sqlx::query_scalar(q(&self.sql.longest_expired_worker))
-            .bind(now)
-            .bind(count)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(err)?;
-        expired.ok_or(Error::NoWorkerFree {
-            worker_count: to_u64("worker_count", count)?,
-        })
     }
 }
 

@@ -68,6 +68,33 @@ pub(crate) fn refuse_if_held(
     }
 }
 
+/// The worker ID to take, by the one policy ([`store::choose_worker`]), from the lease rows
+/// below `count` as the SQL backends read them: `(worker_id, node_name, expires_at_ms)`, by
+/// worker ID, under the lock that serializes acquisitions.
+pub(crate) fn pick_worker<N: AsRef<[u8]>>(
+    rows: &[(i64, N, i64)],
+    node: &str,
+    now: i64,
+    count: i64,
+) -> Result<i64> {
+    let rows = rows
+        .iter()
+        .map(|(id, name, expires)| {
+            Ok(store::WorkerRow {
+                worker_id: to_u64("worker_id", *id)?,
+                node_name: name.as_ref(),
+                expires_at_ms: to_u64("expires_at_ms", *expires)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let count_u64 = to_u64("worker_count", count)?;
+    let chosen = store::choose_worker(&rows, node.as_bytes(), to_u64("now", now)?, count_u64)
+        .ok_or(Error::NoWorkerFree {
+            worker_count: count_u64,
+        })?;
+    to_i64("worker_id", chosen)
+}
+
 /// A lease from its row values.
 pub(crate) fn lease(worker_id: i64, token: i64, hwm: i64, expires: i64) -> Result<Lease> {
     Ok(Lease {

@@ -52,9 +52,7 @@ struct Statements {
     list_tags: Arc<str>,
     now: Arc<str>,
     lease_row: Arc<str>,
-    previous_worker: Arc<str>,
-    first_unused_worker: Arc<str>,
-    longest_expired_worker: Arc<str>,
+    worker_rows: Arc<str>,
     take_worker: Arc<str>,
     renew: Arc<str>,
     release: Arc<str>,
@@ -96,18 +94,9 @@ impl Statements {
             lease_row: sql(format!(
                 "SELECT node_name, expires_at_ms FROM {w} WHERE worker_id = ?1"
             )),
-            previous_worker: sql(format!(
-                "SELECT worker_id FROM {w} WHERE node_name = ?1 AND expires_at_ms <= ?2 \
-                 AND worker_id < ?3 ORDER BY expires_at_ms DESC LIMIT 1"
-            )),
-            first_unused_worker: sql(format!(
-                "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {w} WHERE worker_id = 0) THEN 0 \
-                 ELSE (SELECT MIN(a.worker_id) + 1 FROM {w} a WHERE NOT EXISTS \
-                 (SELECT 1 FROM {w} b WHERE b.worker_id = a.worker_id + 1)) END"
-            )),
-            longest_expired_worker: sql(format!(
-                "SELECT worker_id FROM {w} WHERE expires_at_ms <= ?1 AND worker_id < ?2 \
-                 ORDER BY expires_at_ms, worker_id LIMIT 1"
+            worker_rows: sql(format!(
+                "SELECT worker_id, node_name, expires_at_ms FROM {w} WHERE worker_id < ?1 \
+                 ORDER BY worker_id"
             )),
             take_worker: sql(format!(
                 "INSERT INTO {w} (worker_id, node_name, token, hwm_ms, expires_at_ms) \
@@ -462,8 +451,12 @@ impl SqliteStore {
                 id
             }
             None => {
-                self.pick_worker(&mut tx, &request.node_name, now, count)
-                    .await?
+                let rows: Vec<(i64, String, i64)> = sqlx::query_as(q(&self.sql.worker_rows))
+                    .bind(count)
+                    .fetch_all(&mut *tx)
+                    .await
+                    .map_err(err)?;
+                rows::pick_worker(&rows, &request.node_name, now, count)?
             }
         };
         let expires = now.saturating_add(ttl);
@@ -476,44 +469,6 @@ impl SqliteStore {
             .map_err(err)?;
         tx.commit().await.map_err(err)?;
         rows::lease(worker_id, token, hwm, expires)
-    }
-
-    /// The node's previous worker ID if expired, else the smallest never-used one, else the
-    /// one expired longest ago.
-    async fn pick_worker(
-        &self,
-        tx: &mut Transaction<'static, Sqlite>,
-        node: &str,
-        now: i64,
-        count: i64,
-    ) -> Result<i64> {
-        let err = |e| sql_error("choosing a worker ID", e);
-        let previous: Option<i64> = sqlx::query_scalar(q(&self.sql.previous_worker))
-            .bind(node)
-            .bind(now)
-            .bind(count)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(err)?;
-        if let Some(id) = previous {
-            return Ok(id);
-        }
-        let unused: Option<i64> = sqlx::query_scalar(q(&self.sql.first_unused_worker))
-            .fetch_one(&mut **tx)
-            .await
-            .map_err(err)?;
-        if let Some(id) = unused.filter(|id| *id < count) {
-            return Ok(id);
-        }
-        let expired: Option<i64> = sqlx::query_scalar(q(&self.sql.longest_expired_worker))
-            .bind(now)
-            .bind(count)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(err)?;
-        expired.ok_or(Error::NoWorkerFree {
-            worker_count: to_u64("worker_count", count)?,
-        })
     }
 }
 

@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    range_at, FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo,
-    TagSettings, TagUpdate, WorkerLeases,
+    choose_worker, range_at, FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore,
+    TagInfo, TagSettings, TagUpdate, WorkerLeases, WorkerRow,
 };
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
@@ -210,25 +210,24 @@ impl WorkerLeases for MemoryStore {
                 _ => id,
             },
             None => {
-                let previous = state
+                let rows: Vec<WorkerRow<'_>> = state
                     .leases
-                    .iter()
-                    .find(|(_, row)| row.node_name == request.node_name && !live(row))
-                    .map(|(id, _)| *id);
-                let never_used =
-                    (0..request.worker_count).find(|id| !state.leases.contains_key(id));
-                let longest_expired = state
-                    .leases
-                    .iter()
-                    .filter(|(id, row)| **id < request.worker_count && !live(row))
-                    .min_by_key(|(_, row)| row.expires_at_ms)
-                    .map(|(id, _)| *id);
-                previous
-                    .or(never_used)
-                    .or(longest_expired)
-                    .ok_or(Error::NoWorkerFree {
-                        worker_count: request.worker_count,
-                    })?
+                    .range(..request.worker_count)
+                    .map(|(id, row)| WorkerRow {
+                        worker_id: *id,
+                        node_name: row.node_name.as_bytes(),
+                        expires_at_ms: row.expires_at_ms,
+                    })
+                    .collect();
+                choose_worker(
+                    &rows,
+                    request.node_name.as_bytes(),
+                    now,
+                    request.worker_count,
+                )
+                .ok_or(Error::NoWorkerFree {
+                    worker_count: request.worker_count,
+                })?
             }
         };
         state.next_token += 1;

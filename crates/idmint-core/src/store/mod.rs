@@ -122,6 +122,54 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
     async fn list_tags(&self) -> Result<Vec<TagInfo>>;
 }
 
+/// A worker lease row as [`choose_worker`] reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerRow<'a> {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// The node that holds or last held it.
+    pub node_name: &'a [u8],
+    /// When its lease ends (0 once released), ms since the Unix epoch on the store's clock.
+    pub expires_at_ms: u64,
+}
+
+/// The worker ID a node that asks for none takes: the policy of every store, written once (the
+/// Redis backend runs the same steps in its Lua script).
+///
+/// `rows` are the lease rows below `worker_count`, by worker ID; `now_ms` is the store's clock.
+/// In order of preference: the node's own previous worker ID if its lease expired (the one that
+/// expired last, so a restarted node gets its IDs back and its HWM continues), else the smallest
+/// never-used worker ID (no HWM to start above), else the one whose lease expired longest ago
+/// (ties by worker ID). `None` when every worker ID is held.
+pub fn choose_worker(
+    rows: &[WorkerRow<'_>],
+    node: &[u8],
+    now_ms: u64,
+    worker_count: u64,
+) -> Option<u64> {
+    debug_assert!(rows.windows(2).all(|w| w[0].worker_id < w[1].worker_id));
+    let expired = || {
+        rows.iter()
+            .filter(|row| row.worker_id < worker_count && row.expires_at_ms <= now_ms)
+    };
+    let previous = expired()
+        .filter(|row| row.node_name == node)
+        .max_by_key(|row| (row.expires_at_ms, std::cmp::Reverse(row.worker_id)))
+        .map(|row| row.worker_id);
+    let mut never_used = 0;
+    for row in rows {
+        if row.worker_id != never_used {
+            break;
+        }
+        never_used += 1;
+    }
+    let never_used = Some(never_used).filter(|id| *id < worker_count);
+    let longest_expired = expired()
+        .min_by_key(|row| (row.expires_at_ms, row.worker_id))
+        .map(|row| row.worker_id);
+    previous.or(never_used).or(longest_expired)
+}
+
 /// Proof of holding a worker lease: every write conditioned on it fails once another holder
 /// took the worker ID.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -231,4 +279,42 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
     /// A change also moves every worker ID's token on, so a holder of the old space that was
     /// frozen past its lease cannot renew it when it wakes.
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_choice_prefers_own_then_never_used_then_longest_expired() {
+        const NOW: u64 = 1_000;
+        let row = |worker_id: u64, node: &'static str, expires_at_ms: u64| WorkerRow {
+            worker_id,
+            node_name: node.as_bytes(),
+            expires_at_ms,
+        };
+        // Nothing leased yet: 0.
+        assert_eq!(choose_worker(&[], b"a", NOW, 4), Some(0));
+        // A gap is a never-used ID.
+        let rows = [row(0, "a", 2_000), row(1, "b", 2_000), row(3, "c", 2_000)];
+        assert_eq!(choose_worker(&rows, b"d", NOW, 4), Some(2));
+        // The node's own expired ID first, even with never-used ones left.
+        let rows = [row(0, "a", 900), row(1, "b", 500)];
+        assert_eq!(choose_worker(&rows, b"a", NOW, 4), Some(0));
+        assert_eq!(choose_worker(&rows, b"c", NOW, 4), Some(2));
+        // The node's live ID is not "previous": it gets another one.
+        let rows = [row(0, "a", 2_000), row(1, "b", 500)];
+        assert_eq!(choose_worker(&rows, b"a", NOW, 2), Some(1));
+        // All used: the one that expired longest ago, ties by ID; none when all are live.
+        let rows = [row(0, "a", 900), row(1, "b", 500), row(2, "c", 500)];
+        assert_eq!(choose_worker(&rows, b"d", NOW, 3), Some(1));
+        let rows = [row(0, "a", 2_000), row(1, "b", 2_000)];
+        assert_eq!(choose_worker(&rows, b"c", NOW, 2), None);
+        // Of several own expired IDs, the one that expired last.
+        let rows = [row(0, "a", 100), row(1, "a", 800), row(2, "a", 800)];
+        assert_eq!(choose_worker(&rows, b"a", NOW, 3), Some(1));
+        // Rows at or above the worker count are never chosen.
+        let rows = [row(0, "a", 2_000), row(5, "d", 100)];
+        assert_eq!(choose_worker(&rows, b"d", NOW, 1), None);
+    }
 }

@@ -28,6 +28,10 @@ local function node_key(name)
   return prefix .. 'node:' .. name
 end
 
+-- The choice of a worker ID is idmint's one policy, `idmint_core::store::choose_worker` (the
+-- other stores call it): the node's own expired ID, else the smallest never-used one, else the
+-- one that expired longest ago. These three functions are its steps, on Redis' sorted sets.
+
 -- The node's own worker ID that expired most recently, if any is below count.
 local function previous()
   local ids = redis.call('ZREVRANGEBYSCORE', node_key(node), fmt(now), '-inf')
