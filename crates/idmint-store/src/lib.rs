@@ -13,17 +13,11 @@
 
 mod bounded;
 mod location;
-#[cfg(feature = "mysql")]
-mod mysql;
-#[cfg(feature = "postgres")]
-mod postgres;
 #[cfg(feature = "redis")]
 mod redis_store;
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-mod rows;
 mod schema;
-#[cfg(feature = "sqlite")]
-mod sqlite;
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+mod sql;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,17 +95,17 @@ pub async fn open(url: &str, options: &StoreOptions) -> Result<Store> {
     match location.backend {
         #[cfg(feature = "sqlite")]
         Backend::Sqlite => Ok(Store::new(
-            sqlite::SqliteStore::open(&location, options).await?,
+            sql::sqlite::open(&location, options).await?,
             &location,
         )),
         #[cfg(feature = "postgres")]
         Backend::Postgres => Ok(Store::new(
-            postgres::PostgresStore::open(&location, options).await?,
+            sql::postgres::open(&location, options).await?,
             &location,
         )),
         #[cfg(feature = "mysql")]
         Backend::Mysql => Ok(Store::new(
-            mysql::MysqlStore::open(&location, options).await?,
+            sql::mysql::open(&location, options).await?,
             &location,
         )),
         #[cfg(feature = "redis")]

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 /// The schema version this binary writes.
 pub(crate) const LATEST: i64 = 2;
 
-/// The columns of the ID-space table (version 2), in the order [`crate::rows::id_space`]
+/// The columns of the ID-space table (version 2), in the order `sql::rows::id_space`
 /// takes them.
 pub(crate) const ID_SPACE_COLUMNS: &str =
     "version, layout, epoch_ms, datacenter, issues_from_ms, first_id, recorded_at_ms";
