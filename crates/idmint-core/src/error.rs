@@ -5,6 +5,7 @@
 //! server maps them to HTTP statuses and Redis `-ERR` replies, so the split between them is part
 //! of the contract: [`Error::is_retryable`] says which ones a client may simply try again.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::id_space::{IdSpace, IdSpaceRecord};
@@ -103,16 +104,34 @@ pub enum Error {
     },
 
     /// The store could not be reached or did not answer in time. Retryable.
-    #[error("store unavailable: {0}")]
-    StoreUnavailable(String),
+    #[error("store unavailable: {message}")]
+    StoreUnavailable {
+        /// What the store call was doing, and what went wrong, in words.
+        message: String,
+        /// The driver's error behind it, if any.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     /// A conditional write lost a race (another node wrote first). Not an outage.
-    #[error("store conflict: {0}")]
-    StoreConflict(String),
+    #[error("store conflict: {message}")]
+    StoreConflict {
+        /// What the store call was doing, and what went wrong, in words.
+        message: String,
+        /// The driver's error behind it, if any.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     /// The store holds data that breaks an invariant, or refused a request as invalid.
-    #[error("store refused: {0}")]
-    StoreInvalid(String),
+    #[error("store refused: {message}")]
+    StoreInvalid {
+        /// What the store call was doing, and what went wrong, in words.
+        message: String,
+        /// The driver's error behind it, if any.
+        #[source]
+        cause: Option<Cause>,
+    },
 
     /// The worker lease is no longer ours (expired and taken, or the token changed).
     #[error("worker lease lost: worker {worker_id}")]
@@ -204,8 +223,14 @@ pub enum Error {
     /// broken MySQL table file). Not retryable: the same call fails again, and other calls may
     /// read wrong data, so a node that sees it reports itself not ready until restarted. The
     /// operator restores the store from a backup.
-    #[error("store corrupt: {0}")]
-    StoreCorrupt(String),
+    #[error("store corrupt: {message}")]
+    StoreCorrupt {
+        /// What the store call was doing, and what went wrong, in words.
+        message: String,
+        /// The driver's error behind it, if any.
+        #[source]
+        cause: Option<Cause>,
+    },
     /// A node's layout, epoch or datacenter differs from the ID space the store pins for its
     /// namespace: under other settings its ticks would become other values, and the fenced
     /// high-water mark could no longer keep them unique.
@@ -290,12 +315,62 @@ impl Error {
                 | Error::ClockBehindHwm { .. }
                 | Error::HwmNotGranted { .. }
                 | Error::SegmentUnavailable { .. }
-                | Error::StoreUnavailable(_)
-                | Error::StoreConflict(_)
+                | Error::StoreUnavailable { .. }
+                | Error::StoreConflict { .. }
                 | Error::LeaseLost { .. }
                 | Error::GeneratorClosed
                 | Error::NoWorkerFree { .. }
         )
+    }
+
+    /// [`Error::StoreUnavailable`] without a cause (see [`Error::caused_by`]).
+    pub fn store_unavailable(message: impl Into<String>) -> Self {
+        let (message, cause) = (message.into(), None);
+        Error::StoreUnavailable { message, cause }
+    }
+
+    /// [`Error::StoreConflict`] without a cause.
+    pub fn store_conflict(message: impl Into<String>) -> Self {
+        let (message, cause) = (message.into(), None);
+        Error::StoreConflict { message, cause }
+    }
+
+    /// [`Error::StoreInvalid`] without a cause.
+    pub fn store_invalid(message: impl Into<String>) -> Self {
+        let (message, cause) = (message.into(), None);
+        Error::StoreInvalid { message, cause }
+    }
+
+    /// [`Error::StoreCorrupt`] without a cause.
+    pub fn store_corrupt(message: impl Into<String>) -> Self {
+        let (message, cause) = (message.into(), None);
+        Error::StoreCorrupt { message, cause }
+    }
+
+    /// A store error with the driver's error kept as its [`source`](std::error::Error::source),
+    /// so callers can inspect it rather than parse text. Other errors are returned unchanged.
+    pub fn caused_by(mut self, error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        if let Error::StoreUnavailable { cause, .. }
+        | Error::StoreConflict { cause, .. }
+        | Error::StoreInvalid { cause, .. }
+        | Error::StoreCorrupt { cause, .. } = &mut self
+        {
+            *cause = Some(Cause(Arc::from(error.into())));
+        }
+        self
+    }
+
+    /// The message with every cause after it (`store unavailable: allocating a segment: pool
+    /// timed out`), for logs and operators; `Display` alone leaves the driver's text out.
+    pub fn with_causes(&self) -> String {
+        let mut text = self.to_string();
+        let mut next = std::error::Error::source(self);
+        while let Some(cause) = next {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            next = cause.source();
+        }
+        text
     }
 
     /// Shorthand for [`Error::InvalidLayout`].
@@ -314,6 +389,38 @@ impl Error {
         }
     }
 }
+
+/// The driver's error behind a store error, shared so the error stays cheap to clone. Two
+/// causes are equal when they say the same.
+#[derive(Debug, Clone)]
+pub struct Cause(Arc<dyn std::error::Error + Send + Sync>);
+
+impl Cause {
+    /// The driver's error, to downcast (e.g. to `sqlx::Error`).
+    pub fn get(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Display for Cause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for Cause {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for Cause {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
+}
+
+impl Eq for Cause {}
 
 /// `waited` in seconds with one decimal (`0.0s`, `10.1s`): the wait is a setting of seconds,
 /// and `Duration`'s own form prints `0ns` or `10.100392117s`.

@@ -262,7 +262,7 @@ pub fn check_record(
     hwm_bound_ms: u64,
 ) -> Result<()> {
     if newest.unwrap_or(0).checked_add(1) != Some(record.version) {
-        return Err(Error::StoreConflict(format!(
+        return Err(Error::store_conflict(format!(
             "the ID space is at version {} in the store, not {}: it changed meanwhile",
             newest.unwrap_or(0),
             record.version.saturating_sub(1)
@@ -278,7 +278,7 @@ pub fn check_record(
         )));
     }
     if max_hwm_ms > hwm_bound_ms {
-        return Err(Error::StoreConflict(format!(
+        return Err(Error::store_conflict(format!(
             "a worker's high-water mark rose to {max_hwm_ms} ms since the change was judged \
              at {hwm_bound_ms} ms: try again"
         )));

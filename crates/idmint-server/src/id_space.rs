@@ -35,12 +35,12 @@ pub async fn pin(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<Vec<IdSpa
         {
             Ok(()) => tracing::info!(space = %given, "ID space recorded in the store"),
             // Another node recorded one first: read again, and compare with that.
-            Err(Error::StoreConflict(_)) => {}
+            Err(Error::StoreConflict { .. }) => {}
             Err(error) => return Err(error),
         }
     }
-    Err(Error::StoreConflict(
-        "the ID space kept changing while this node started".into(),
+    Err(Error::store_conflict(
+        "the ID space kept changing while this node started",
     ))
 }
 
@@ -85,7 +85,7 @@ pub async fn adopt(leases: &dyn WorkerLeases, space: &IdSpace) -> Result<IdSpace
     history
         .first()
         .cloned()
-        .ok_or_else(|| Error::StoreInvalid("the ID space just recorded is not in the store".into()))
+        .ok_or_else(|| Error::store_invalid("the ID space just recorded is not in the store"))
 }
 
 /// What [`change`] did, or would do with `dry_run`.
@@ -173,7 +173,7 @@ impl SpaceLayouts {
             .iter()
             .map(|record| {
                 record.space.to_layout().map_err(|e| {
-                    Error::StoreInvalid(format!(
+                    Error::store_invalid(format!(
                         "ID space version {} holds an unusable layout: {e}",
                         record.version
                     ))

@@ -37,11 +37,11 @@ fn record<T>(op: &'static str, elapsed: Duration, result: &Result<T>) {
     metrics::histogram!(STORE_CALL_SECONDS, "op" => op).record(elapsed.as_secs_f64());
     if let Err(error) = result {
         let kind = match error {
-            Error::StoreUnavailable(_) => "unavailable",
-            Error::StoreConflict(_) => "conflict",
+            Error::StoreUnavailable { .. } => "unavailable",
+            Error::StoreConflict { .. } => "conflict",
             Error::LeaseLost { .. } => "lease_lost",
-            Error::StoreInvalid(_) => "invalid",
-            Error::StoreCorrupt(_) => "corrupt",
+            Error::StoreInvalid { .. } => "invalid",
+            Error::StoreCorrupt { .. } => "corrupt",
             _ => "refused",
         };
         metrics::counter!(STORE_ERRORS, "op" => op, "kind" => kind).increment(1);

@@ -64,7 +64,7 @@ async fn run_on<T: Send + 'static>(
     runtime
         .spawn(call)
         .await
-        .map_err(|error| Error::StoreUnavailable(format!("a store call did not finish: {error}")))?
+        .map_err(|error| Error::store_unavailable("a store call did not finish").caused_by(error))?
 }
 
 /// [`SegmentStore`] whose calls wait for one of a fixed number of turns, then run on the main
@@ -89,7 +89,7 @@ impl QueuedSegments {
         let turn = Arc::clone(&self.turns)
             .acquire_owned()
             .await
-            .map_err(|_| Error::StoreUnavailable("the store queue is closed".into()))?;
+            .map_err(|_| Error::store_unavailable("the store queue is closed"))?;
         let call = call(Arc::clone(&self.inner));
         run_on(&self.runtime, async move {
             let result = call.await;

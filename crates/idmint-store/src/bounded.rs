@@ -16,7 +16,7 @@ pub(crate) async fn bounded<T>(
 ) -> Result<T> {
     match tokio::time::timeout(timeout, call).await {
         Ok(result) => result,
-        Err(_) => Err(Error::StoreUnavailable(format!(
+        Err(_) => Err(Error::store_unavailable(format!(
             "{what} timed out after {timeout:?}"
         ))),
     }
@@ -26,19 +26,16 @@ pub(crate) async fn bounded<T>(
 /// data is corrupt; any other error the database raised about the statement or data is
 /// invalid.
 pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
-    match error {
-        sqlx::Error::Database(db) if is_transient(db.code().as_deref()) => {
-            Error::StoreUnavailable(format!("{what}: {db}"))
-        }
-        sqlx::Error::Database(db) if is_corruption(db.as_ref()) => {
-            Error::StoreCorrupt(format!("{what}: {db}"))
-        }
-        sqlx::Error::Database(db) => Error::StoreInvalid(format!("{what}: {db}")),
-        sqlx::Error::ColumnDecode { .. }
+    let kind: fn(String) -> Error = match &error {
+        sqlx::Error::Database(db) if is_transient(db.code().as_deref()) => Error::store_unavailable,
+        sqlx::Error::Database(db) if is_corruption(db.as_ref()) => Error::store_corrupt,
+        sqlx::Error::Database(_)
+        | sqlx::Error::ColumnDecode { .. }
         | sqlx::Error::Decode(_)
-        | sqlx::Error::TypeNotFound { .. } => Error::StoreInvalid(format!("{what}: {error}")),
-        other => Error::StoreUnavailable(format!("{what}: {other}")),
-    }
+        | sqlx::Error::TypeNotFound { .. } => Error::store_invalid,
+        _ => Error::store_unavailable,
+    };
+    kind(what.to_owned()).caused_by(error)
 }
 
 /// Database error codes that mean "try again" whatever the backend: SQLite busy and locked
@@ -83,7 +80,7 @@ fn is_sqlite(_: &dyn sqlx::error::DatabaseError) -> bool {
 /// A value read from the store as `i64`, checked to be non-negative.
 pub(crate) fn to_u64(what: &str, value: i64) -> Result<u64> {
     u64::try_from(value)
-        .map_err(|_| Error::StoreInvalid(format!("{what} is negative in the store: {value}")))
+        .map_err(|_| Error::store_invalid(format!("{what} is negative in the store: {value}")))
 }
 
 /// A value written to the store as `i64`, checked to fit.

@@ -19,7 +19,7 @@ pub(crate) const ID_SPACE_COLUMNS: &str =
 /// The versions to apply to a database at `current` (0 for an empty one), in order.
 pub(crate) fn plan(current: i64, display_url: &str) -> Result<std::ops::RangeInclusive<i64>> {
     if current > LATEST {
-        return Err(Error::StoreInvalid(format!(
+        return Err(Error::store_invalid(format!(
             "the schema in {display_url} is version {current}, newer than this idmint knows ({LATEST}); \
              upgrade idmint before pointing it at this store"
         )));
@@ -36,7 +36,7 @@ mod tests {
         assert_eq!(plan(0, "x").ok(), Some(1..=LATEST));
         assert!(plan(LATEST, "x").is_ok_and(|r| r.is_empty()));
         assert!(
-            matches!(plan(LATEST + 1, "x"), Err(Error::StoreInvalid(m)) if m.contains("newer"))
+            matches!(plan(LATEST + 1, "x"), Err(Error::StoreInvalid { message: m, .. }) if m.contains("newer"))
         );
     }
 }

@@ -156,7 +156,7 @@ impl Drop for FetchGuard {
         if let Some(buffer) = self.buffer.upgrade() {
             buffer.fetch_failed(
                 self.seq,
-                Error::StoreUnavailable("the segment fetch task was cancelled".into()),
+                Error::store_unavailable("the segment fetch task was cancelled"),
                 false,
             );
         }

@@ -45,12 +45,12 @@ impl LoadedRange {
     pub(crate) fn check(allocated: Range<u64>, floor: u64, prefetch_at: f64) -> Result<Self> {
         let start = allocated.start.max(1);
         if start >= allocated.end {
-            return Err(Error::StoreInvalid(format!(
+            return Err(Error::store_invalid(format!(
                 "store returned the empty range {allocated:?}"
             )));
         }
         if start < floor {
-            return Err(Error::StoreInvalid(format!(
+            return Err(Error::store_invalid(format!(
                 "store returned {allocated:?}, below the end {floor} of the previous range \
                  (was max_id lowered by hand?)"
             )));
@@ -101,7 +101,7 @@ mod tests {
     fn refuses_a_range_below_the_previous_one() {
         assert!(matches!(
             LoadedRange::check(10..20, 21, 0.1),
-            Err(Error::StoreInvalid(_))
+            Err(Error::StoreInvalid { .. })
         ));
         assert!(LoadedRange::check(21..30, 21, 0.1).is_ok());
     }

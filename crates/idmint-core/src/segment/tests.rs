@@ -463,7 +463,7 @@ fn a_runtime_that_is_gone_makes_calls_fail_instead_of_hanging() {
         let started = Instant::now();
         let result = buf.next().await;
         assert!(
-            matches!(result, Err(Error::StoreUnavailable(_))),
+            matches!(result, Err(Error::StoreUnavailable { .. })),
             "{result:?}"
         );
         assert!(started.elapsed() < Duration::from_millis(100));

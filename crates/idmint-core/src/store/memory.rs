@@ -84,9 +84,7 @@ impl MemoryStore {
             tokio::time::sleep(Duration::from_micros(micros)).await;
         }
         if self.unavailable.load(Ordering::SeqCst) {
-            return Err(Error::StoreUnavailable(
-                "memory store is switched off".into(),
-            ));
+            return Err(Error::store_unavailable("memory store is switched off"));
         }
         Ok(self
             .state
@@ -425,7 +423,7 @@ mod tests {
         store.set_unavailable(true);
         assert!(matches!(
             store.allocate(&tag, 5).await,
-            Err(Error::StoreUnavailable(_))
+            Err(Error::StoreUnavailable { .. })
         ));
         store.set_unavailable(false);
         assert_eq!(store.allocate(&tag, 5).await.unwrap(), 1..6);

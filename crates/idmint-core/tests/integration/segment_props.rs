@@ -114,7 +114,7 @@ impl Ledger {
 fn expected_failure(error: &Error) -> bool {
     matches!(
         error,
-        Error::SegmentUnavailable { .. } | Error::StoreUnavailable(_)
+        Error::SegmentUnavailable { .. } | Error::StoreUnavailable { .. }
     )
 }
 

@@ -26,6 +26,8 @@ pub(crate) struct ApiError {
     status: StatusCode,
     code: &'static str,
     message: Cow<'static, str>,
+    /// The message with the store driver's error behind it, for the log only.
+    detail: Option<String>,
 }
 
 /// Marks a response whose body is already our JSON error, so [`json_errors`] leaves it alone.
@@ -42,6 +44,7 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            detail: None,
         }
     }
 
@@ -81,8 +84,8 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
         Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),
-        Error::StoreUnavailable(_) => (UNAVAILABLE, "store_unavailable"),
-        Error::StoreConflict(_) => (UNAVAILABLE, "store_conflict"),
+        Error::StoreUnavailable { .. } => (UNAVAILABLE, "store_unavailable"),
+        Error::StoreConflict { .. } => (UNAVAILABLE, "store_conflict"),
         Error::LeaseLost { .. } => (UNAVAILABLE, "lease_lost"),
         Error::GeneratorClosed => (UNAVAILABLE, "shutting_down"),
         Error::NoWorkerFree { .. } => (UNAVAILABLE, "no_worker_free"),
@@ -90,8 +93,8 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::InvalidEpoch { .. } => (INTERNAL, "invalid_epoch"),
         Error::LayoutExhausted { .. } => (INTERNAL, "layout_exhausted"),
         Error::ClockBeforeEpoch { .. } => (INTERNAL, "clock_before_epoch"),
-        Error::StoreInvalid(_) => (INTERNAL, "store_invalid"),
-        Error::StoreCorrupt(_) => (INTERNAL, "store_corrupt"),
+        Error::StoreInvalid { .. } => (INTERNAL, "store_invalid"),
+        Error::StoreCorrupt { .. } => (INTERNAL, "store_corrupt"),
         Error::WorkerHeld { .. } => (INTERNAL, "worker_held"),
         // Raised only at start; its cause decides, should it ever reach a client.
         Error::WorkerWaitRanOut { cause, .. } => status_and_code(cause),
@@ -104,7 +107,11 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
         let (status, code) = status_and_code(&error);
-        Self::new(status, code, error.to_string())
+        let detail = std::error::Error::source(&error).map(|_| error.with_causes());
+        Self {
+            detail,
+            ..Self::new(status, code, error.to_string())
+        }
     }
 }
 
@@ -115,7 +122,7 @@ impl IntoResponse for ApiError {
             tracing::warn!(
                 status = %self.status,
                 code = self.code,
-                message = %self.message,
+                message = self.detail.as_deref().unwrap_or(&self.message),
                 "request failed"
             );
         }
@@ -278,9 +285,9 @@ mod tests {
                 waited: Duration::from_secs(1),
                 cause: "timeout".into(),
             },
-            Error::StoreUnavailable("down".into()),
-            Error::StoreConflict("race".into()),
-            Error::StoreInvalid("bad row".into()),
+            Error::store_unavailable("down"),
+            Error::store_conflict("race"),
+            Error::store_invalid("bad row"),
             Error::LeaseLost { worker_id: 3 },
             Error::GeneratorClosed,
             Error::NoWorkerFree { worker_count: 4 },
@@ -308,7 +315,7 @@ mod tests {
                 first_to_expire: None,
             },
             Error::TagExhausted { tag: "t".into() },
-            Error::StoreCorrupt("database disk image is malformed".into()),
+            Error::store_corrupt("database disk image is malformed"),
         ]
     }
 

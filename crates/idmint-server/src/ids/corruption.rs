@@ -35,7 +35,11 @@ impl CorruptionLatch {
 
     /// Latches `result`'s error if it is a corruption (the first one only is kept and logged).
     fn observe<T>(&self, result: Result<T>) -> Result<T> {
-        if let Err(Error::StoreCorrupt(message)) = &result {
+        if let Err(error @ Error::StoreCorrupt { message, .. }) = &result {
+            let message = match std::error::Error::source(error) {
+                Some(cause) => format!("{message}: {cause}"),
+                None => message.clone(),
+            };
             if self.first.set(message.clone()).is_ok() {
                 tracing::error!(
                     %message,
@@ -150,12 +154,12 @@ mod tests {
     fn the_first_corruption_is_kept_and_nothing_else_latches() {
         let latch = CorruptionLatch::default();
         assert_eq!(latch.observe(Ok(1)), Ok(1));
-        let down = Error::StoreUnavailable("down".into());
+        let down = Error::store_unavailable("down");
         assert_eq!(latch.observe::<()>(Err(down.clone())), Err(down));
         assert_eq!(latch.reason(), None);
-        let first = Error::StoreCorrupt("page 7 is malformed".into());
+        let first = Error::store_corrupt("page 7 is malformed");
         assert_eq!(latch.observe::<()>(Err(first.clone())), Err(first));
-        let second = Error::StoreCorrupt("page 9 is malformed".into());
+        let second = Error::store_corrupt("page 9 is malformed");
         assert_eq!(latch.observe::<()>(Err(second.clone())), Err(second));
         assert_eq!(latch.observe(Ok(2)), Ok(2));
         assert_eq!(latch.reason(), Some("page 7 is malformed"));

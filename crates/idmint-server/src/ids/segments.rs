@@ -96,7 +96,7 @@ impl SegmentRegistry {
                 Ok(true) => given_back += 1,
                 Ok(false) => {}
                 Err(error) => {
-                    tracing::warn!(tag = %buffer.tag(), %error, "giving back a segment tail failed")
+                    tracing::warn!(tag = %buffer.tag(), error = %error.with_causes(), "giving back a segment tail failed")
                 }
             }
         }

@@ -177,7 +177,7 @@ pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
 fn error_code(error: &Error) -> Option<&'static str> {
     match error {
         Error::TagExhausted { .. } => Some("tag_exhausted"),
-        Error::StoreCorrupt(_) => Some("store_corrupt"),
+        Error::StoreCorrupt { .. } => Some("store_corrupt"),
         _ => None,
     }
 }
@@ -233,10 +233,7 @@ mod tests {
     #[test]
     fn errors_map_by_retryability() {
         let mut out = BytesMut::new();
-        service_error(
-            &mut out,
-            &Error::StoreUnavailable("connection refused".into()),
-        );
+        service_error(&mut out, &Error::store_unavailable("connection refused"));
         assert_eq!(
             &out[..],
             b"-TRYAGAIN idmint is temporarily unavailable: store unavailable: connection refused\r\n"
@@ -252,7 +249,7 @@ mod tests {
             out.escape_ascii()
         );
         out.clear();
-        service_error(&mut out, &Error::StoreCorrupt("malformed".into()));
+        service_error(&mut out, &Error::store_corrupt("malformed"));
         assert_eq!(&out[..], b"-ERR store_corrupt store corrupt: malformed\r\n");
     }
 

@@ -163,9 +163,11 @@ impl RedisStore {
                 .await
                 .map_err(|e| match classify(&e) {
                     Class::Unavailable => {
-                        Error::StoreUnavailable(format!("cannot reach {display}: {e}"))
+                        Error::store_unavailable(format!("cannot reach {display}")).caused_by(e)
                     }
-                    Class::Invalid => Error::StoreInvalid(format!("{display} refused us: {e}")),
+                    Class::Invalid => {
+                        Error::store_invalid(format!("{display} refused us")).caused_by(e)
+                    }
                 })
         };
         let conn = bounded(timeout, &what, connect).await?;
@@ -235,7 +237,7 @@ impl RedisStore {
             tracing::warn!("{problem} (accepted: durability checks are switched off)");
             return Ok(());
         }
-        Err(Error::StoreInvalid(problem))
+        Err(Error::store_invalid(problem))
     }
 
     /// Loads every script into the server's cache: fails early if scripting is disabled or a
@@ -266,7 +268,7 @@ impl RedisStore {
         };
         let found = number("the key layout version", found)?;
         if found > SCHEMA_VERSION {
-            return Err(Error::StoreInvalid(format!(
+            return Err(Error::store_invalid(format!(
                 "the key layout in {} is version {found}, newer than this idmint knows \
                  ({SCHEMA_VERSION}); upgrade idmint before pointing it at this store",
                 self.display
@@ -333,20 +335,20 @@ fn classify(error: &RedisError) -> Class {
 /// Maps a Redis error of a call to the core's errors.
 fn redis_error(what: &str, error: RedisError) -> Error {
     match classify(&error) {
-        Class::Unavailable => Error::StoreUnavailable(format!("{what}: {error}")),
-        Class::Invalid => Error::StoreInvalid(format!("{what}: {error}")),
+        Class::Unavailable => Error::store_unavailable(what).caused_by(error),
+        Class::Invalid => Error::store_invalid(what).caused_by(error),
     }
 }
 
 /// A script reply this code does not expect.
 fn unexpected(what: &str, reply: &[String]) -> Error {
-    Error::StoreInvalid(format!("{what}: unexpected reply from Redis: {reply:?}"))
+    Error::store_invalid(format!("{what}: unexpected reply from Redis: {reply:?}"))
 }
 
 /// A stored decimal as `u64`.
 fn number(what: &str, text: &str) -> Result<u64> {
     text.parse()
-        .map_err(|_| Error::StoreInvalid(format!("{what} `{text}` in Redis is not a number")))
+        .map_err(|_| Error::store_invalid(format!("{what} `{text}` in Redis is not a number")))
 }
 
 /// A tag hash's fields (`max_id`, `step`, `description`, `updated_at_ms`) as [`TagInfo`].
@@ -404,7 +406,7 @@ impl SegmentStore for RedisStore {
             [status] if status == "exhausted" => Err(Error::TagExhausted {
                 tag: tag.to_string(),
             }),
-            [status, message] if status == "corrupt" => Err(Error::StoreInvalid(format!(
+            [status, message] if status == "corrupt" => Err(Error::store_invalid(format!(
                 "{what}: tag `{tag}` holds a bad {message}"
             ))),
             _ => Err(unexpected(what, &reply)),
@@ -491,7 +493,7 @@ impl SegmentStore for RedisStore {
         }
         let fields: Option<Vec<String>> = fields.into_iter().collect();
         let fields = fields.ok_or_else(|| {
-            Error::StoreInvalid(format!("{what}: tag `{tag}` lacks a field in Redis"))
+            Error::store_invalid(format!("{what}: tag `{tag}` lacks a field in Redis"))
         })?;
         tag_info(tag.clone(), &fields).map(Some)
     }
@@ -508,7 +510,7 @@ impl SegmentStore for RedisStore {
         let mut tags = rows
             .map(|row| {
                 let tag = Tag::new(&row[0]).map_err(|_| {
-                    Error::StoreInvalid(format!("bad tag name `{}` in Redis", row[0]))
+                    Error::store_invalid(format!("bad tag name `{}` in Redis", row[0]))
                 })?;
                 tag_info(tag, &row[1..])
             })
@@ -725,7 +727,7 @@ impl WorkerLeases for RedisStore {
 fn id_space(line: &str) -> Result<IdSpaceRecord> {
     let fields: Vec<&str> = line.split('|').collect();
     let [version, layout, epoch, datacenter, from, first, at] = fields.as_slice() else {
-        return Err(Error::StoreInvalid(format!(
+        return Err(Error::store_invalid(format!(
             "ID-space record `{line}` in Redis is not 7 fields"
         )));
     };

@@ -344,7 +344,7 @@ async fn a_newer_key_layout_is_refused() {
         .unwrap();
     let err = crate::open(&url, &options(&ns)).await.unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("version 99") && m.contains("newer")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("version 99") && m.contains("newer")),
         "{err}"
     );
 }
@@ -360,7 +360,7 @@ async fn an_unreachable_server_is_named_without_its_password() {
     let err = crate::open(&url, &options(&namespace())).await.unwrap_err();
     let shown = format!("redis://:***@127.0.0.1:{port}/");
     assert!(
-        matches!(&err, Error::StoreUnavailable(m) if m.contains(&shown) && !m.contains("secret")),
+        matches!(&err, Error::StoreUnavailable { message: m, .. } if m.contains(&shown) && !m.contains("secret")),
         "{err}"
     );
 }
@@ -372,7 +372,7 @@ async fn a_server_without_fsync_always_is_refused_unless_allowed() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("appendfsync everysec") && m.contains("appendfsync always")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("appendfsync everysec") && m.contains("appendfsync always")),
         "{err}"
     );
     let allowed = StoreOptions {
@@ -405,7 +405,7 @@ async fn a_server_hiding_its_configuration_is_refused_unless_allowed() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("CONFIG GET")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("CONFIG GET")),
         "{err}"
     );
     let allowed = StoreOptions {
@@ -440,7 +440,7 @@ async fn a_killed_and_restarted_server_loses_nothing_acknowledged() {
     server.crash().await;
     assert!(matches!(
         store.segments.allocate(&tag, 10).await,
-        Err(Error::StoreUnavailable(_))
+        Err(Error::StoreUnavailable { .. })
     ));
     server.spawn().await;
 
@@ -452,7 +452,9 @@ async fn a_killed_and_restarted_server_loses_nothing_acknowledged() {
                 next = Some(range);
                 break;
             }
-            Err(Error::StoreUnavailable(_)) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Err(Error::StoreUnavailable { .. }) => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
             Err(other) => panic!("unexpected {other:?}"),
         }
     }

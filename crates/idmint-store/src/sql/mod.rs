@@ -446,7 +446,7 @@ where
             .await
             .map_err(err)?
             .ok_or_else(|| {
-                Error::StoreInvalid(format!("worker ID {worker_id} vanished while taken"))
+                Error::store_invalid(format!("worker ID {worker_id} vanished while taken"))
             })?;
         let token: i64 = row.try_get(0).map_err(err)?;
         let hwm: i64 = row.try_get(1).map_err(err)?;
@@ -691,18 +691,18 @@ fn refuse_unless_allowed(problem: String, allow: bool) -> Result<()> {
         tracing::warn!("{problem} (accepted: durability checks are switched off)");
         return Ok(());
     }
-    Err(Error::StoreInvalid(problem))
+    Err(Error::store_invalid(problem))
 }
 
 /// The refusal of a database server that could not be reached at open.
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 fn unreachable(location: &crate::Location, options: &StoreOptions, error: sqlx::Error) -> Error {
-    let reason = match error {
-        sqlx::Error::PoolTimedOut => format!(
-            "no connection within {:?} (is the server up and reachable?)",
+    let cannot_open = format!("cannot open {}", location.display);
+    match error {
+        sqlx::Error::PoolTimedOut => Error::store_unavailable(format!(
+            "{cannot_open}: no connection within {:?} (is the server up and reachable?)",
             options.call_timeout
-        ),
-        other => other.to_string(),
-    };
-    Error::StoreUnavailable(format!("cannot open {}: {reason}", location.display))
+        )),
+        other => Error::store_unavailable(cannot_open).caused_by(other),
+    }
 }

@@ -139,17 +139,21 @@ impl Dialect for MysqlDialect {
     /// corrupt those of [`CORRUPTION_ERRORS`] (MySQL reports most of them under the generic
     /// SQLSTATE `HY000`, so they are told apart by number).
     fn error(what: &str, error: sqlx::Error) -> Error {
-        if let sqlx::Error::Database(db) = &error {
-            if let Some(my) = db.try_downcast_ref::<MySqlDatabaseError>() {
-                if TRANSIENT_ERRORS.contains(&my.number()) {
-                    return Error::StoreUnavailable(format!("{what}: {db}"));
-                }
-                if CORRUPTION_ERRORS.contains(&my.number()) {
-                    return Error::StoreCorrupt(format!("{what}: {db}"));
-                }
+        let number = match &error {
+            sqlx::Error::Database(db) => db
+                .try_downcast_ref::<MySqlDatabaseError>()
+                .map(MySqlDatabaseError::number),
+            _ => None,
+        };
+        match number {
+            Some(n) if TRANSIENT_ERRORS.contains(&n) => {
+                Error::store_unavailable(what).caused_by(error)
             }
+            Some(n) if CORRUPTION_ERRORS.contains(&n) => {
+                Error::store_corrupt(what).caused_by(error)
+            }
+            _ => sql_error(what, error),
         }
-        sql_error(what, error)
     }
 
     /// The new `max_id`, from the OK packet's `last_insert_id`, when the one row changed.
@@ -180,7 +184,7 @@ impl Dialect for MysqlDialect {
                     .await
                     .map_err(err)?;
                 if locked.is_none() {
-                    return Err(Error::StoreInvalid(format!(
+                    return Err(Error::store_invalid(format!(
                         "the schema table of {} has no version row",
                         self.display
                     )));
@@ -191,7 +195,8 @@ impl Dialect for MysqlDialect {
                 let mut conn = MySqlConnection::connect_with(&self.connect)
                     .await
                     .map_err(|e| {
-                        Error::StoreUnavailable(format!("cannot open {}: {e}", self.display))
+                        Error::store_unavailable(format!("cannot open {}", self.display))
+                            .caused_by(e)
                     })?;
                 let locked: Option<i64> =
                     sqlx::query_scalar("SELECT CAST(GET_LOCK(?, ?) AS SIGNED)")
@@ -201,7 +206,7 @@ impl Dialect for MysqlDialect {
                         .await
                         .map_err(err)?;
                 if locked != Some(1) {
-                    return Err(Error::StoreUnavailable(format!(
+                    return Err(Error::store_unavailable(format!(
                         "migrating the schema of {}: another node holds the migration lock",
                         self.display
                     )));

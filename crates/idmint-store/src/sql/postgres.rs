@@ -106,15 +106,13 @@ impl Dialect for PostgresDialect {
     /// statement or lock wait (57014, 55P03) and a read-only server (25006, a standby during a
     /// failover).
     fn error(what: &str, error: sqlx::Error) -> Error {
-        if let sqlx::Error::Database(db) = &error {
-            let transient = db.code().is_some_and(|code| {
-                code.starts_with("08")
-                    || code.starts_with("53")
-                    || matches!(&*code, "57P02" | "57P03" | "57014" | "55P03" | "25006")
-            });
-            if transient {
-                return Error::StoreUnavailable(format!("{what}: {db}"));
-            }
+        let transient = matches!(&error, sqlx::Error::Database(db) if db.code().is_some_and(|code| {
+            code.starts_with("08")
+                || code.starts_with("53")
+                || matches!(&*code, "57P02" | "57P03" | "57014" | "55P03" | "25006")
+        }));
+        if transient {
+            return Error::store_unavailable(what).caused_by(error);
         }
         sql_error(what, error)
     }

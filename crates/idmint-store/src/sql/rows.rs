@@ -25,7 +25,7 @@ pub(crate) fn check_step(step: u64) -> Result<()> {
 pub(crate) fn full_step(tag: &Tag, end: u64, step: u64) -> Result<Range<u64>> {
     let start = end
         .checked_sub(step)
-        .ok_or_else(|| Error::StoreInvalid(format!("tag `{tag}` has max_id {end}")))?;
+        .ok_or_else(|| Error::store_invalid(format!("tag `{tag}` has max_id {end}")))?;
     Ok(start..end)
 }
 
@@ -169,7 +169,7 @@ pub(crate) fn tag_info(
 ) -> Result<TagInfo> {
     Ok(TagInfo {
         tag: Tag::new(&name)
-            .map_err(|_| Error::StoreInvalid(format!("bad tag name `{name}` in the store")))?,
+            .map_err(|_| Error::store_invalid(format!("bad tag name `{name}` in the store")))?,
         max_id: to_u64("max_id", max_id)?,
         step: to_u64("step", step)?,
         description,

@@ -113,14 +113,14 @@ pub(crate) async fn open(
     options: &StoreOptions,
 ) -> Result<SqlStore<SqliteDialect>> {
     let path = location.sqlite_path();
-    let unavailable = |e: &dyn std::fmt::Display| {
-        Error::StoreUnavailable(format!("cannot open {}: {e}", location.display))
+    let unavailable = |e: Box<dyn std::error::Error + Send + Sync>| {
+        Error::store_unavailable(format!("cannot open {}", location.display)).caused_by(e)
     };
     if let Some(folder) = Path::new(path)
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
     {
-        std::fs::create_dir_all(folder).map_err(|e| unavailable(&e))?;
+        std::fs::create_dir_all(folder).map_err(|e| unavailable(e.into()))?;
     }
     let connect = SqliteConnectOptions::new()
         .filename(path)
@@ -138,7 +138,7 @@ pub(crate) async fn open(
             if is_corrupt(&e) {
                 damaged(&location.display, &[e.to_string()])
             } else {
-                unavailable(&e)
+                unavailable(e.into())
             }
         })?;
     check_integrity(&pool, &location.display).await?;
@@ -149,7 +149,7 @@ pub(crate) async fn open(
 /// The refusal of a damaged file: which file, the first problems SQLite reported, and what the
 /// operator does about it.
 fn damaged(display: &str, problems: &[String]) -> Error {
-    Error::StoreCorrupt(format!(
+    Error::store_corrupt(format!(
         "{display} is damaged, so idmint will not use it (SQLite: {}). Restore the file from \
          a backup (stop every node using it first). Do not delete it or start on an empty \
          file: it holds each tag's max_id and each worker's high-water mark, and without them \
@@ -180,7 +180,9 @@ async fn check_integrity(pool: &SqlitePool, file: &str) -> Result<()> {
         // table), after it reported what it found: that report, then why it stopped. The first
         // row is read alone, so the check stops right after it, before the damage ends it.
         Err(e) => match sql_error("checking the file", e) {
-            Error::StoreCorrupt(stopped) => {
+            Error::StoreCorrupt {
+                message: stopped, ..
+            } => {
                 let first: Option<String> = sqlx::query_scalar(FIRST_REPORT)
                     .fetch_optional(pool)
                     .await

@@ -560,7 +560,7 @@ mod suite {
             .unwrap();
         assert!(matches!(
             leases.record_id_space(&space_record(1, 2_000), 0).await,
-            Err(Error::StoreConflict(_))
+            Err(Error::StoreConflict { .. })
         ));
         let history = leases.id_spaces().await.unwrap();
         assert_eq!(history.len(), 1);
@@ -588,11 +588,11 @@ mod suite {
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(matches!(
             leases.record_id_space(&v2, hwm - 1).await,
-            Err(Error::StoreConflict(_))
+            Err(Error::StoreConflict { .. })
         ));
         assert!(matches!(
             leases.record_id_space(&space_record(3, 900), hwm).await,
-            Err(Error::StoreConflict(_))
+            Err(Error::StoreConflict { .. })
         ));
         leases.record_id_space(&v2, hwm).await.unwrap();
         // ...but not after the change: every token moved on.
@@ -631,7 +631,7 @@ mod suite {
         for attempt in tries {
             match attempt.await.unwrap() {
                 Ok(()) => won += 1,
-                Err(Error::StoreConflict(_)) => {}
+                Err(Error::StoreConflict { .. }) => {}
                 Err(other) => panic!("unexpected {other:?}"),
             }
         }

@@ -46,7 +46,7 @@ async fn fails_fast_as_unavailable(store: &Store) {
         .allocate(&Tag::new("t").unwrap(), 10)
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::StoreUnavailable(_)), "{err:?}");
+    assert!(matches!(err, Error::StoreUnavailable { .. }), "{err:?}");
     assert!(
         started.elapsed() < CALL_TIMEOUT * 3,
         "took {:?}",
@@ -67,7 +67,9 @@ async fn recovers_above(store: &Store, floor: u64) -> u64 {
                 );
                 return range.end;
             }
-            Err(Error::StoreUnavailable(_)) => tokio::time::sleep(Duration::from_millis(200)).await,
+            Err(Error::StoreUnavailable { .. }) => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
             Err(other) => panic!("unexpected {other:?} after an outage"),
         }
     }

@@ -22,7 +22,7 @@ where
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("99") && m.contains("newer")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("99") && m.contains("newer")),
         "{err}"
     );
 }
@@ -79,7 +79,7 @@ async fn postgres_refuses_a_database_without_synchronous_commit_unless_allowed()
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("synchronous_commit=off") && m.contains(":***@")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("synchronous_commit=off") && m.contains(":***@")),
         "{err}"
     );
     let allowed = idmint_store::StoreOptions {
@@ -110,7 +110,7 @@ async fn unreachable_server_is_named_without_its_password(scheme: &str) {
         .unwrap_err();
     let shown = format!("{scheme}://idmint:***@127.0.0.1:{port}/ids");
     assert!(
-        matches!(&err, Error::StoreUnavailable(m) if m.contains(&shown) && !m.contains("secret")),
+        matches!(&err, Error::StoreUnavailable { message: m, .. } if m.contains(&shown) && !m.contains("secret")),
         "{err}"
     );
 }

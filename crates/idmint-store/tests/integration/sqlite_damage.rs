@@ -103,7 +103,7 @@ async fn a_damaged_page_is_refused_at_open_with_the_file_and_what_to_do() {
     let err = idmint_store::open(&url, &common::options(&ns))
         .await
         .unwrap_err();
-    let Error::StoreCorrupt(message) = &err else {
+    let Error::StoreCorrupt { message, .. } = &err else {
         panic!("not refused as corrupt: {err:?}");
     };
     for part in [
@@ -132,7 +132,7 @@ async fn a_file_that_is_not_a_database_is_refused_at_open() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreCorrupt(m) if m.contains(&url) && m.contains("backup")),
+        matches!(&err, Error::StoreCorrupt { message: m, .. } if m.contains(&url) && m.contains("backup")),
         "{err:?}"
     );
 }
@@ -158,8 +158,11 @@ async fn damage_after_open_is_reported_as_corruption() {
         .unwrap();
     let victim = Tag::new(VICTIM).unwrap();
     let err = store.segments.allocate(&victim, 10).await.unwrap_err();
+    // The driver's error is kept as the source, not flattened into the message.
+    let cause = std::error::Error::source(&err).map(ToString::to_string);
     assert!(
-        matches!(&err, Error::StoreCorrupt(m) if m.contains("malformed")),
+        matches!(&err, Error::StoreCorrupt { .. })
+            && cause.is_some_and(|cause| cause.contains("malformed")),
         "{err:?}"
     );
     assert!(!err.is_retryable());

@@ -27,7 +27,7 @@ async fn a_schema_newer_than_this_binary_is_refused() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("version 99") && m.contains("newer")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("version 99") && m.contains("newer")),
         "{err}"
     );
 }
@@ -39,7 +39,7 @@ async fn a_database_that_cannot_be_durable_is_refused_unless_allowed() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreInvalid(m) if m.contains("journal_mode=memory")),
+        matches!(&err, Error::StoreInvalid { message: m, .. } if m.contains("journal_mode=memory")),
         "{err}"
     );
     let allowed = StoreOptions {
@@ -57,7 +57,7 @@ async fn an_unreachable_file_is_reported_with_its_url() {
         .await
         .unwrap_err();
     assert!(
-        matches!(&err, Error::StoreUnavailable(m) if m.contains("sqlite:///proc/idmint/no/such.db")),
+        matches!(&err, Error::StoreUnavailable { message: m, .. } if m.contains("sqlite:///proc/idmint/no/such.db")),
         "{err}"
     );
 }
