@@ -1,20 +1,22 @@
 //! The settings of `idmint serve`, and how their layers combine.
 //!
-//! Every setting can come from a command-line flag, an `IDMINT_*` environment variable, a TOML
-//! file (`--config FILE`) or its default, in that order of precedence. The command line and the
-//! environment arrive together (clap reads both) as one [`PartialConfig`], the file as another;
-//! [`ServeConfig::resolve`] takes each field from the first layer that has it.
+//! Every setting is defined once, as a field of [`PartialConfig`] with its type and doc; its
+//! default, where it has a plain one, once, in [`PartialConfig::defaults`]. The layers are the
+//! command line with the `IDMINT_*` variables (clap reads both), a TOML file (`--config FILE`)
+//! and the defaults, in that order of precedence; `--help` and README.md's table show the
+//! defaults from the same place ([`with_defaults_shown`], [`settings_table`]).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use idmint_core::{Layout, SnowflakeConfig};
 
 use crate::error::ServerError;
-use crate::ids::{IdsConfig, LeaseConfig, SegmentOptions};
+use crate::ids::{ClockPolicy, IdsConfig, LeaseConfig, SegmentOptions};
 
 /// The layout when none is given: 41 bits of milliseconds, 1,024 workers, 4,096 IDs per ms each.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
@@ -22,28 +24,28 @@ pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 /// One layer of settings, every field optional: the one definition of each setting. clap reads
 /// the command line and the `IDMINT_*` variables into it (its field docs are `--help`), and the
 /// TOML file deserializes into it under the same names with underscores (`worker_id = "auto"`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, clap::Args)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, clap::Args)]
 #[serde(deny_unknown_fields)]
 pub struct PartialConfig {
-    /// Folder of the embedded store (used when --store is not given). [default: ./idmint-data]
+    /// Folder of the embedded store (used when --store is not given).
     #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
 
     /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
-    /// [default: sqlite://<data-dir>/idmint.db]
+    /// [default: sqlite://DATA_DIR/idmint.db]
     #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
     pub store: Option<String>,
 
-    /// HTTP (JSON and Leaf API) listen address. [default: 127.0.0.1:8080]
+    /// HTTP (JSON and Leaf API) listen address.
     #[arg(long, value_name = "ADDR", env = "IDMINT_HTTP")]
-    pub http: Option<String>,
+    pub http: Option<SocketAddr>,
 
-    /// Redis-protocol listen address. [default: 127.0.0.1:6380]
+    /// Redis-protocol listen address.
     #[arg(long, value_name = "ADDR", env = "IDMINT_RESP")]
-    pub resp: Option<String>,
+    pub resp: Option<SocketAddr>,
 
     /// Snowflake layout: a preset (twitter, discord, instagram, sonyflake, js-safe) or fields
-    /// like time:41@1ms,worker:10,seq:12. [default: time:41@1ms,worker:10,seq:12]
+    /// like time:41@1ms,worker:10,seq:12.
     #[arg(long, value_name = "SPEC", env = "IDMINT_LAYOUT")]
     pub layout: Option<String>,
 
@@ -51,14 +53,14 @@ pub struct PartialConfig {
     #[arg(long, value_name = "EPOCH", env = "IDMINT_EPOCH")]
     pub epoch: Option<String>,
 
-    /// Datacenter ID placed in every snowflake (layouts with a dc field). [default: 0]
+    /// Datacenter ID placed in every snowflake (layouts with a dc field).
     #[arg(long, value_name = "N", env = "IDMINT_DATACENTER")]
     pub datacenter: Option<u64>,
 
     /// Worker ID: `auto` (leased from the store) or a fixed N, registered in the store and
-    /// refused while another live node holds it. [default: auto]
+    /// refused while another live node holds it.
     #[arg(long, value_name = "auto|N", env = "IDMINT_WORKER_ID")]
-    pub worker_id: Option<String>,
+    pub worker_id: Option<WorkerChoice>,
 
     /// This node's stable name: it gets its previous worker ID back. [default: the host name]
     #[arg(long, value_name = "NAME", env = "IDMINT_NODE_NAME")]
@@ -73,16 +75,15 @@ pub struct PartialConfig {
     )]
     pub admin_token: Option<String>,
 
-    /// Create unknown tags on first use. [default: true]
+    /// Create unknown tags on first use.
     #[arg(long, value_name = "BOOL", env = "IDMINT_AUTO_CREATE_TAGS")]
     pub auto_create_tags: Option<bool>,
 
-    /// Step of tags created on first use. [default: 1000]
+    /// Step of tags created on first use.
     #[arg(long, value_name = "N", env = "IDMINT_DEFAULT_STEP")]
     pub default_step: Option<u64>,
 
     /// Accept a store that cannot promise durability (a crash may then reissue IDs).
-    /// [default: false]
     #[arg(long, value_name = "BOOL", env = "IDMINT_ALLOW_NON_DURABLE")]
     pub allow_non_durable: Option<bool>,
 
@@ -94,90 +95,230 @@ pub struct PartialConfig {
     pub io_threads: Option<usize>,
 
     /// Prefix of idmint's tables (or Redis keys) in the store: [a-z0-9_]{1,32}, so several
-    /// deployments can share one database. [default: idmint]
+    /// deployments can share one database.
     #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
     pub namespace: Option<String>,
 
     /// When the worker ID's high-water mark is ahead of the clock by more than --max-lead
     /// (a restart after the clock stepped back): `switch` takes another worker ID whose mark
     /// is below the clock, `wait` keeps it and answers snowflake calls with clock_behind until
-    /// the clock catches up, `fail` refuses to start. [default: switch]
+    /// the clock catches up, `fail` refuses to start.
     #[arg(long, value_name = "wait|switch|fail", env = "IDMINT_CLOCK_POLICY")]
-    pub clock_policy: Option<String>,
+    pub clock_policy: Option<ClockPolicy>,
 
     /// How long the worker lease lasts unless renewed: how soon another node may take the
-    /// worker ID of a node that died. [default: 10s]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_TTL")]
-    pub lease_ttl: Option<String>,
+    /// worker ID of a node that died.
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_TTL", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub lease_ttl: Option<Duration>,
 
     /// How often the lease is renewed and the high-water mark raised; below --lease-ttl.
-    /// [default: 2s]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_RENEW")]
-    pub lease_renew: Option<String>,
+    #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_RENEW", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub lease_renew: Option<Duration>,
 
     /// How far ahead of the clock the high-water mark is raised: how long snowflakes keep
-    /// flowing while the store is down; above --lease-renew. [default: 10s]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_HWM_LEAD")]
-    pub hwm_lead: Option<String>,
+    /// flowing while the store is down; above --lease-renew.
+    #[arg(long, value_name = "DURATION", env = "IDMINT_HWM_LEAD", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub hwm_lead: Option<Duration>,
 
     /// How far ahead of the clock the generator may borrow time when a tick's sequence is
-    /// used up. [default: 1s]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_LEAD")]
-    pub max_lead: Option<String>,
+    /// used up.
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_LEAD", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub max_lead: Option<Duration>,
 
     /// The longest a snowflake request waits for the clock or the store before an error.
-    /// [default: 1s]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_WAIT")]
-    pub max_wait: Option<String>,
+    #[arg(long, value_name = "DURATION", env = "IDMINT_MAX_WAIT", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub max_wait: Option<Duration>,
 
     /// How long a starting node waits for a worker lease to expire when every worker ID (or
     /// its --worker-id) is held, e.g. by a node killed a moment ago: it logs the lease it waits
     /// for, and fails when none expired in time. 0 fails at once. [default: the --lease-ttl
     /// value, the longest a dead node's lease lives on]
-    #[arg(long, value_name = "DURATION", env = "IDMINT_WORKER_WAIT")]
-    pub worker_wait: Option<String>,
+    #[arg(long, value_name = "DURATION", env = "IDMINT_WORKER_WAIT", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub worker_wait: Option<Duration>,
+}
+
+/// `--worker-id`: leased from the store, or fixed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "WorkerIdValue", into = "String")]
+pub enum WorkerChoice {
+    /// Leased from the store: the node's previous one if free, else a free one.
+    Auto,
+    /// This worker ID, refused while another live node holds it.
+    Fixed(u64),
+}
+
+impl std::str::FromStr for WorkerChoice {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.trim() {
+            "auto" => Ok(WorkerChoice::Auto),
+            text => text
+                .parse()
+                .map(WorkerChoice::Fixed)
+                .map_err(|_| format!("`{text}` is neither `auto` nor a whole number")),
+        }
+    }
+}
+
+impl From<WorkerChoice> for String {
+    fn from(choice: WorkerChoice) -> String {
+        match choice {
+            WorkerChoice::Auto => "auto".to_owned(),
+            WorkerChoice::Fixed(id) => id.to_string(),
+        }
+    }
+}
+
+/// A worker ID as a TOML file may write it: `"auto"`, `"7"` or `7`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum WorkerIdValue {
+    Number(u64),
+    Text(String),
+}
+
+impl TryFrom<WorkerIdValue> for WorkerChoice {
+    type Error = String;
+
+    fn try_from(value: WorkerIdValue) -> Result<Self, String> {
+        match value {
+            WorkerIdValue::Number(id) => Ok(WorkerChoice::Fixed(id)),
+            WorkerIdValue::Text(text) => text.parse(),
+        }
+    }
 }
 
 impl PartialConfig {
-    /// Reads a TOML file.
+    /// The default of every setting that has a plain one: the one place they are written.
+    /// The others are derived in [`ServeConfig::resolve`] and described in their docs.
+    pub fn defaults() -> Self {
+        let lease = LeaseConfig::default();
+        let generator = SnowflakeConfig::default();
+        Self {
+            data_dir: Some(PathBuf::from("./idmint-data")),
+            http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            resp: Some(SocketAddr::from(([127, 0, 0, 1], 6380))),
+            layout: Some(DEFAULT_LAYOUT.to_owned()),
+            datacenter: Some(0),
+            worker_id: Some(WorkerChoice::Auto),
+            auto_create_tags: Some(true),
+            default_step: Some(1_000),
+            allow_non_durable: Some(false),
+            namespace: Some("idmint".to_owned()),
+            clock_policy: Some(lease.clock_policy),
+            lease_ttl: Some(lease.ttl),
+            lease_renew: Some(lease.renew_every),
+            hwm_lead: Some(lease.hwm_lead),
+            max_lead: Some(generator.max_lead),
+            max_wait: Some(generator.max_wait),
+            ..Self::default()
+        }
+    }
+
+    /// Reads a TOML file. An error names the file, the line and the setting, and never quotes
+    /// the file: its lines may hold a token or a store password.
     pub fn from_file(path: &Path) -> Result<Self, ServerError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ServerError::Config {
+        let error = |reason: String| ServerError::Config {
             setting: "config".into(),
-            reason: format!("cannot read {}: {e}", path.display()),
-        })?;
-        toml::from_str(&text).map_err(|e| ServerError::Config {
+            reason: format!("{}: {reason}", path.display()),
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| error(format!("cannot read: {e}")))?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Parses the TOML text of the file at `path` (named in errors), as [`Self::from_file`].
+    fn from_toml(text: &str, path: &Path) -> Result<Self, ServerError> {
+        let error = |reason: String| ServerError::Config {
             setting: "config".into(),
-            reason: format!("{}: {e}", path.display()),
+            reason: format!("{}: {reason}", path.display()),
+        };
+        toml::from_str(text).map_err(|e| {
+            let Some(span) = e.span() else {
+                return error(e.message().to_owned());
+            };
+            let line_start = text[..span.start].rfind('\n').map_or(0, |at| at + 1);
+            let line = text[..span.start].matches('\n').count() + 1;
+            let key = text[line_start..]
+                .split(['=', '\n'])
+                .next()
+                .map(str::trim)
+                .filter(|key| Self::setting_names().any(|name| name == *key));
+            match key {
+                Some(key) => error(format!("line {line}, `{key}`: {}", e.message())),
+                None => error(format!("line {line}: {}", e.message())),
+            }
         })
     }
 
-    /// Each field from `self`, else from `lower`.
-    fn over(self, lower: Self) -> Self {
-        Self {
-            data_dir: self.data_dir.or(lower.data_dir),
-            store: self.store.or(lower.store),
-            http: self.http.or(lower.http),
-            resp: self.resp.or(lower.resp),
-            layout: self.layout.or(lower.layout),
-            epoch: self.epoch.or(lower.epoch),
-            datacenter: self.datacenter.or(lower.datacenter),
-            worker_id: self.worker_id.or(lower.worker_id),
-            node_name: self.node_name.or(lower.node_name),
-            admin_token: self.admin_token.or(lower.admin_token),
-            auto_create_tags: self.auto_create_tags.or(lower.auto_create_tags),
-            default_step: self.default_step.or(lower.default_step),
-            allow_non_durable: self.allow_non_durable.or(lower.allow_non_durable),
-            io_threads: self.io_threads.or(lower.io_threads),
-            namespace: self.namespace.or(lower.namespace),
-            clock_policy: self.clock_policy.or(lower.clock_policy),
-            lease_ttl: self.lease_ttl.or(lower.lease_ttl),
-            lease_renew: self.lease_renew.or(lower.lease_renew),
-            hwm_lead: self.hwm_lead.or(lower.hwm_lead),
-            max_lead: self.max_lead.or(lower.max_lead),
-            max_wait: self.max_wait.or(lower.max_wait),
-            worker_wait: self.worker_wait.or(lower.worker_wait),
+    /// Each field from `self`, else from `lower`: both as JSON objects, merged key by key.
+    fn over(self, lower: Self) -> Result<Self, ServerError> {
+        let merge_error = |e: serde_json::Error| ServerError::Config {
+            setting: "config".into(),
+            reason: format!("combining the settings: {e}"),
+        };
+        let (Value::Object(mut upper), Value::Object(lower)) = (
+            serde_json::to_value(self).map_err(merge_error)?,
+            serde_json::to_value(lower).map_err(merge_error)?,
+        ) else {
+            return Err(merge_error(serde::ser::Error::custom("not a table")));
+        };
+        for (key, value) in lower {
+            if upper.get(&key).is_none_or(Value::is_null) {
+                upper.insert(key, value);
+            }
+        }
+        serde_json::from_value(Value::Object(upper)).map_err(merge_error)
+    }
+
+    /// The TOML keys, which are the flags' names with underscores.
+    fn setting_names() -> impl Iterator<Item = String> {
+        let command = <Self as clap::Args>::augment_args(clap::Command::new("serve"));
+        let names: Vec<String> = command
+            .get_arguments()
+            .filter_map(|arg| arg.get_long())
+            .map(|long| long.replace('-', "_"))
+            .collect();
+        names.into_iter()
+    }
+
+    /// Each setting's default as shown to people, by TOML key.
+    fn default_texts() -> serde_json::Map<String, Value> {
+        match serde_json::to_value(Self::defaults()) {
+            Ok(Value::Object(defaults)) => defaults,
+            _ => serde_json::Map::new(),
         }
     }
+}
+
+/// `command` (the `serve` subcommand, or any command holding [`PartialConfig`]) with each
+/// setting's default from [`PartialConfig::defaults`] appended to its help.
+pub fn with_defaults_shown(command: clap::Command) -> clap::Command {
+    let defaults = PartialConfig::default_texts();
+    command.mut_args(|arg| {
+        let shown = arg
+            .get_long()
+            .and_then(|long| defaults.get(&long.replace('-', "_")))
+            .and_then(|value| match value {
+                Value::Null => None,
+                Value::String(text) => Some(text.clone()),
+                other => Some(other.to_string()),
+            });
+        match (shown, arg.get_help().map(ToString::to_string)) {
+            // clap drops the last period of a one-sentence doc; the default follows a sentence.
+            (Some(shown), Some(help)) => {
+                let help = help.trim_end_matches('.');
+                arg.help(format!("{help}. [default: {shown}]"))
+            }
+            _ => arg,
+        }
+    })
 }
 
 /// The resolved settings of one `idmint serve`.
@@ -230,19 +371,14 @@ impl ServeConfig {
         file: PartialConfig,
         default_node_name: &str,
     ) -> Result<Self, ServerError> {
-        let layers = command_line.over(file);
-        let data_dir = layers
-            .data_dir
-            .unwrap_or_else(|| PathBuf::from("./idmint-data"));
+        let layers = command_line.over(file)?.over(PartialConfig::defaults())?;
+        let data_dir = defaulted(layers.data_dir, "data-dir")?;
         let store = layers
             .store
             .unwrap_or_else(|| embedded_store_url(&data_dir));
-        let worker_id = match layers.worker_id.as_deref().map(str::trim) {
-            None | Some("auto") => None,
-            Some(text) => Some(text.parse::<u64>().map_err(|_| ServerError::Config {
-                setting: "worker-id".into(),
-                reason: format!("`{text}` is neither `auto` nor a whole number"),
-            })?),
+        let worker_id = match defaulted(layers.worker_id, "worker-id")? {
+            WorkerChoice::Auto => None,
+            WorkerChoice::Fixed(id) => Some(id),
         };
         let node_name = layers
             .node_name
@@ -253,75 +389,55 @@ impl ServeConfig {
                 reason: "must be 1 to 255 bytes".into(),
             });
         }
-        let default_step = layers.default_step.unwrap_or(1_000);
+        let default_step = defaulted(layers.default_step, "default-step")?;
         if default_step == 0 {
             return Err(ServerError::Config {
                 setting: "default-step".into(),
                 reason: "must be at least 1".into(),
             });
         }
-        let defaults = LeaseConfig::default();
-        let ttl = duration("lease-ttl", layers.lease_ttl.as_deref(), defaults.ttl)?;
+        let ttl = defaulted(layers.lease_ttl, "lease-ttl")?;
         let lease = LeaseConfig {
             node_name: node_name.clone(),
             worker_id,
             ttl,
-            renew_every: duration(
-                "lease-renew",
-                layers.lease_renew.as_deref(),
-                defaults.renew_every,
-            )?,
-            hwm_lead: duration("hwm-lead", layers.hwm_lead.as_deref(), defaults.hwm_lead)?,
-            clock_policy: match layers.clock_policy.as_deref() {
-                None => defaults.clock_policy,
-                Some(text) => text.parse().map_err(|reason| ServerError::Config {
-                    setting: "clock-policy".into(),
-                    reason,
-                })?,
-            },
+            renew_every: defaulted(layers.lease_renew, "lease-renew")?,
+            hwm_lead: defaulted(layers.hwm_lead, "hwm-lead")?,
+            clock_policy: defaulted(layers.clock_policy, "clock-policy")?,
             // One TTL: the longest a killed node's lease outlives it, so a node restarted right
             // after the kill gets a worker ID by default.
-            worker_wait: duration("worker-wait", layers.worker_wait.as_deref(), ttl)?,
+            worker_wait: layers.worker_wait.unwrap_or(ttl),
             // Set from the store at start: the ID space pinned there.
-            ..defaults
+            ..LeaseConfig::default()
         };
         lease.validate().map_err(|error| ServerError::Config {
             setting: "lease-ttl, lease-renew, hwm-lead".into(),
             reason: error.to_string(),
         })?;
-        let generator_defaults = SnowflakeConfig::default();
         let snowflake = SnowflakeConfig {
-            max_lead: duration(
-                "max-lead",
-                layers.max_lead.as_deref(),
-                generator_defaults.max_lead,
-            )?,
-            max_wait: duration(
-                "max-wait",
-                layers.max_wait.as_deref(),
-                generator_defaults.max_wait,
-            )?,
-            ..generator_defaults
+            max_lead: defaulted(layers.max_lead, "max-lead")?,
+            max_wait: defaulted(layers.max_wait, "max-wait")?,
+            ..SnowflakeConfig::default()
         };
         Ok(Self {
             store,
-            http: address("http", layers.http.as_deref().unwrap_or("127.0.0.1:8080"))?,
-            resp: address("resp", layers.resp.as_deref().unwrap_or("127.0.0.1:6380"))?,
-            layout: layers.layout.unwrap_or_else(|| DEFAULT_LAYOUT.to_owned()),
+            http: defaulted(layers.http, "http")?,
+            resp: defaulted(layers.resp, "resp")?,
+            layout: defaulted(layers.layout, "layout")?,
             epoch: layers.epoch,
-            datacenter: layers.datacenter.unwrap_or(0),
+            datacenter: defaulted(layers.datacenter, "datacenter")?,
             worker_id,
             node_name,
             admin_token: layers.admin_token.filter(|token| !token.is_empty()),
-            auto_create_tags: layers.auto_create_tags.unwrap_or(true),
+            auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
-            allow_non_durable: layers.allow_non_durable.unwrap_or(false),
+            allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
             io_threads: layers.io_threads.unwrap_or_else(|| {
                 default_io_threads(
                     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
                 )
             }),
-            namespace: layers.namespace.unwrap_or_else(|| "idmint".to_owned()),
+            namespace: defaulted(layers.namespace, "namespace")?,
             drain_timeout: Duration::from_secs(10),
             lease,
             snowflake,
@@ -344,10 +460,21 @@ impl ServeConfig {
     }
 }
 
+/// A setting after the defaults layer: [`PartialConfig::defaults`] gives it a value, so `None`
+/// would be a setting added without its default, refused rather than guessed.
+fn defaulted<T>(value: Option<T>, setting: &str) -> Result<T, ServerError> {
+    value.ok_or_else(|| ServerError::Config {
+        setting: setting.into(),
+        reason: "has no default (a bug: PartialConfig::defaults lacks it)".into(),
+    })
+}
+
 /// The settings as a Markdown table (flag, variable, TOML key, meaning with its default), made
 /// from the same definitions as `--help`: README.md carries it, and a test keeps the two equal.
 pub fn settings_table() -> String {
-    let command = <PartialConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+    let command = with_defaults_shown(<PartialConfig as clap::Args>::augment_args(
+        clap::Command::new("serve"),
+    ));
     let cell = |text: &str| text.replace('|', "\\|").replace('\n', " ");
     let mut table =
         String::from("| flag | variable | TOML key | meaning |\n| --- | --- | --- | --- |\n");
@@ -392,25 +519,6 @@ fn embedded_store_url(data_dir: &Path) -> String {
     } else {
         format!("sqlite://./{}", file.display())
     }
-}
-
-/// Parses a duration setting (`10s`, `500ms`, `2m`), or gives `default` when unset.
-fn duration(setting: &str, text: Option<&str>, default: Duration) -> Result<Duration, ServerError> {
-    let Some(text) = text else {
-        return Ok(default);
-    };
-    humantime::parse_duration(text.trim()).map_err(|e| ServerError::Config {
-        setting: setting.into(),
-        reason: format!("`{text}` is not a duration like 10s or 500ms: {e}"),
-    })
-}
-
-/// Parses a listen address, naming the setting when it is wrong.
-fn address(setting: &str, text: &str) -> Result<SocketAddr, ServerError> {
-    text.parse().map_err(|_| ServerError::Config {
-        setting: setting.into(),
-        reason: format!("`{text}` is not an address like 127.0.0.1:8080"),
-    })
 }
 
 /// Connection threads for a machine with `cpus` CPUs: one fewer than the CPUs, at least one.
@@ -490,7 +598,7 @@ mod tests {
         )
         .unwrap();
         let command_line = PartialConfig {
-            http: Some("127.0.0.1:9100".into()),
+            http: Some("127.0.0.1:9100".parse().unwrap()),
             ..PartialConfig::default()
         };
         let config = ServeConfig::resolve(command_line, file, "h").unwrap();
@@ -534,55 +642,91 @@ mod tests {
         };
         assert_eq!(
             bad(PartialConfig {
-                worker_id: Some("x".into()),
-                ..Default::default()
-            }),
-            "worker-id"
-        );
-        assert_eq!(
-            bad(PartialConfig {
-                http: Some("localhost".into()),
-                ..Default::default()
-            }),
-            "http"
-        );
-        assert_eq!(
-            bad(PartialConfig {
-                resp: Some("1.2.3.4:99999".into()),
-                ..Default::default()
-            }),
-            "resp"
-        );
-        assert_eq!(
-            bad(PartialConfig {
                 default_step: Some(0),
                 ..Default::default()
             }),
             "default-step"
         );
-        assert!(toml::from_str::<PartialConfig>("colour = \"blue\"").is_err());
         assert_eq!(
             bad(PartialConfig {
-                clock_policy: Some("panic".into()),
-                ..Default::default()
-            }),
-            "clock-policy"
-        );
-        assert_eq!(
-            bad(PartialConfig {
-                hwm_lead: Some("ten seconds".into()),
-                ..Default::default()
-            }),
-            "hwm-lead"
-        );
-        assert_eq!(
-            bad(PartialConfig {
-                lease_ttl: Some("1s".into()),
-                lease_renew: Some("2s".into()),
+                lease_ttl: Some(Duration::from_secs(1)),
+                lease_renew: Some(Duration::from_secs(2)),
                 ..Default::default()
             }),
             "lease-ttl, lease-renew, hwm-lead"
         );
+        // A value of the wrong form is refused where it is read, naming its setting.
+        let file_error = |text: &str| match PartialConfig::from_toml(text, Path::new("ids.toml")) {
+            Err(ServerError::Config { reason, .. }) => reason,
+            other => panic!("expected a config error for {text:?}, got {other:?}"),
+        };
+        for (text, key) in [
+            ("worker_id = \"x\"", "worker_id"),
+            ("http = \"localhost\"", "http"),
+            ("resp = \"1.2.3.4:99999\"", "resp"),
+            ("clock_policy = \"panic\"", "clock_policy"),
+            ("\nhwm_lead = \"ten seconds\"", "hwm_lead"),
+            ("colour = \"blue\"", "colour"),
+        ] {
+            let reason = file_error(text);
+            assert!(reason.starts_with("ids.toml: line "), "{reason}");
+            assert!(reason.contains(key), "{text}: {reason}");
+        }
+        let command = <PartialConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+        for (flag, value) in [("--http", "localhost"), ("--lease-ttl", "soon")] {
+            let error = command
+                .clone()
+                .try_get_matches_from(["serve", flag, value])
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(flag) && error.contains(value), "{error}");
+        }
+    }
+
+    /// A TOML file may hold a token or a store password: errors never quote its lines.
+    #[test]
+    fn file_errors_never_quote_the_file() {
+        let secrets = "admin_token = \"s3cret\"\nstore = \"postgres://u:pw@db/x\"\n";
+        for broken in [
+            "admin_token = \"s3cret\" x",
+            "oops s3cret",
+            "http = \"s3cret\"",
+        ] {
+            let text = format!("{secrets}{broken}\n");
+            let Err(ServerError::Config { reason, .. }) =
+                PartialConfig::from_toml(&text, Path::new("ids.toml"))
+            else {
+                panic!("{text:?} was accepted");
+            };
+            assert!(reason.contains("line 3"), "{reason}");
+            assert!(
+                !reason.contains("s3cret") && !reason.contains(":pw@"),
+                "{reason}"
+            );
+        }
+    }
+
+    #[test]
+    fn help_shows_the_defaults_from_their_one_definition() {
+        let command = with_defaults_shown(<PartialConfig as clap::Args>::augment_args(
+            clap::Command::new("serve"),
+        ));
+        let help = |long: &str| {
+            command
+                .get_arguments()
+                .find(|arg| arg.get_long() == Some(long))
+                .and_then(|arg| arg.get_help())
+                .map(ToString::to_string)
+                .unwrap()
+        };
+        assert!(help("http").ends_with("[default: 127.0.0.1:8080]"));
+        assert!(help("lease-ttl").ends_with("[default: 10s]"));
+        assert!(help("clock-policy").ends_with("[default: switch]"));
+        assert!(help("worker-id").ends_with("[default: auto]"));
+        assert!(help("default-step").ends_with("[default: 1000]"));
+        // Derived defaults are described in the doc, not shown twice.
+        assert_eq!(help("store").matches("[default:").count(), 1);
+        assert_eq!(help("worker-wait").matches("[default:").count(), 1);
     }
 
     #[test]
@@ -612,27 +756,23 @@ mod tests {
 
     #[test]
     fn the_worker_wait_defaults_to_the_lease_ttl_and_zero_means_none() {
-        let resolve = |lease_ttl: Option<&str>, worker_wait: Option<&str>| {
+        let resolve = |lease_ttl: Option<u64>, worker_wait: Option<u64>| {
             let command_line = PartialConfig {
-                lease_ttl: lease_ttl.map(str::to_owned),
-                worker_wait: worker_wait.map(str::to_owned),
+                lease_ttl: lease_ttl.map(Duration::from_millis),
+                worker_wait: worker_wait.map(Duration::from_millis),
                 ..PartialConfig::default()
             };
             ServeConfig::resolve(command_line, PartialConfig::default(), "h")
                 .map(|config| config.lease.worker_wait)
         };
-        assert_eq!(resolve(Some("3s"), None).unwrap(), Duration::from_secs(3));
+        assert_eq!(resolve(Some(3_000), None).unwrap(), Duration::from_secs(3));
         assert_eq!(
-            resolve(Some("3s"), Some("500ms")).unwrap(),
+            resolve(Some(3_000), Some(500)).unwrap(),
             Duration::from_millis(500)
         );
-        assert_eq!(resolve(None, Some("0s")).unwrap(), Duration::ZERO);
+        assert_eq!(resolve(None, Some(0)).unwrap(), Duration::ZERO);
         let file: PartialConfig = toml::from_str("worker_wait = \"1m\"\n").unwrap();
         let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
         assert_eq!(config.lease.worker_wait, Duration::from_secs(60));
-        assert!(matches!(
-            resolve(None, Some("soon")),
-            Err(ServerError::Config { setting, .. }) if setting == "worker-wait"
-        ));
     }
 }

@@ -23,7 +23,7 @@ mod text;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use idmint_core::clock::wall_clock_ms;
 
 use crate::cmd_client::{NextArgs, TagsArgs};
@@ -70,7 +70,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `serve --help` shows each setting's default from the one place defaults are written.
+    let command =
+        Cli::command().mut_subcommand("serve", idmint_server::config::with_defaults_shown);
+    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     // Read "now" once, through the clock module, and hand it down.
     let now_ms = wall_clock_ms();
     let mut out = io::stdout().lock();

@@ -29,7 +29,8 @@ use tokio::sync::{watch, Mutex};
 /// stepped back, where the previous run issued IDs up to a time this clock has not reached.
 /// Uniqueness holds under every policy (the generator starts above the HWM); they differ in
 /// what is given up while the clock is behind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ClockPolicy {
     /// Keep the worker ID; snowflake calls fail fast with `clock_behind` (and `/readyz` says
     /// so) until the clock passes the HWM. Segment IDs are served meanwhile.
@@ -298,7 +299,7 @@ impl Settings {
         for lease in refused {
             // Unchanged HWM: nothing was issued under these tokens.
             if let Err(error) = self.store.release(&lease, lease.hwm_ms).await {
-                tracing::warn!(worker_id = lease.worker_id, %error, "releasing a refused worker ID failed; it expires by itself");
+                tracing::warn!(worker_id = lease.worker_id, error = %error.with_causes(), "releasing a refused worker ID failed; it expires by itself");
             }
         }
         chosen
@@ -381,7 +382,7 @@ impl Settings {
         let leases = match self.store.list_leases().await {
             Ok(leases) => leases,
             Err(error) => {
-                tracing::warn!(%error, "listing the worker leases failed");
+                tracing::warn!(error = %error.with_causes(), "listing the worker leases failed");
                 return None;
             }
         };
@@ -529,7 +530,7 @@ impl LeaseKeeper {
                 }
                 Err(error) => {
                     // The generator keeps issuing up to the HWM confirmed last time.
-                    tracing::warn!(%error, "renewing the worker lease failed; retrying");
+                    tracing::warn!(error = %error.with_causes(), "renewing the worker lease failed; retrying");
                 }
             }
         }
@@ -610,11 +611,13 @@ impl LeaseKeeper {
                     // node must not issue under the old one. It stays up (not ready) for its
                     // operator to restart it with the new settings.
                     Err(error @ Error::IdSpaceChanged { .. }) => {
-                        tracing::error!(%error, "this node issues no more snowflakes");
+                        tracing::error!(error = %error.with_causes(), "this node issues no more snowflakes");
                         let _ = self.retired.set(error);
                         return;
                     }
-                    Err(error) => tracing::warn!(%error, "acquiring a worker ID failed; retrying"),
+                    Err(error) => {
+                        tracing::warn!(error = %error.with_causes(), "acquiring a worker ID failed; retrying")
+                    }
                 }
             }
             tokio::select! {

@@ -298,7 +298,10 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
             &["--datacenter: 2 does not fit in 1 bits"],
         ),
         (&["--epoch", "2100-01-01"], &["--epoch: ", "in the future"]),
-        (&["--http", "localhost"], &["--http: `localhost`"]),
+        (
+            &["--http", "localhost"],
+            &["invalid value 'localhost' for '--http <ADDR>'"],
+        ),
     ];
     for (args, needles) in cases {
         let mut all = vec!["--store", store.as_str()];
