@@ -17,6 +17,7 @@ pub mod metered_store;
 pub mod resp;
 pub mod serve;
 pub mod store_calls;
+pub mod store_layer;
 pub mod telemetry;
 #[cfg(test)]
 mod test_io;

@@ -20,19 +20,14 @@
 //! wait behind segment traffic.
 
 use std::future::Future;
-use std::ops::Range;
 use std::sync::Arc;
-use std::time::Duration;
 
-use async_trait::async_trait;
-use idmint_core::store::{
-    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
-    WorkerLeases,
-};
-use idmint_core::{Error, IdSpaceRecord, Result, Tag};
+use idmint_core::{Error, Result};
 use idmint_store::Store;
 use tokio::runtime::Handle;
 use tokio::sync::Semaphore;
+
+use crate::store_layer::{layered, Calls, Layer};
 
 /// Segment store calls allowed to run at once: above every backend's connection pool, so the
 /// pool stays busy, and small enough that waiting calls cost nothing worth counting.
@@ -41,154 +36,50 @@ pub const SEGMENT_CALLS_IN_FLIGHT: usize = 32;
 /// `store` with every call run on `main_runtime` (the runtime that outlives the I/O threads)
 /// and its segment calls queued.
 pub fn on_main_runtime(store: Store, main_runtime: Handle) -> Store {
-    Store {
-        segments: Arc::new(QueuedSegments {
-            inner: store.segments,
-            turns: Arc::new(Semaphore::new(SEGMENT_CALLS_IN_FLIGHT)),
-            runtime: main_runtime.clone(),
-        }),
-        leases: Arc::new(MainRuntimeLeases {
-            inner: store.leases,
-            runtime: main_runtime,
-        }),
-        display_url: store.display_url,
-    }
+    let layer = OnMainRuntime {
+        turns: Arc::new(Semaphore::new(SEGMENT_CALLS_IN_FLIGHT)),
+        runtime: main_runtime,
+    };
+    layered(store, layer)
 }
 
-/// Runs `call` as a task of `runtime` and waits for it. The task runs to its end even if the
-/// caller stops waiting, so a store write is never cut off halfway by a client going away.
-async fn run_on<T: Send + 'static>(
-    runtime: &Handle,
-    call: impl Future<Output = Result<T>> + Send + 'static,
-) -> Result<T> {
-    runtime
-        .spawn(call)
-        .await
-        .map_err(|error| Error::store_unavailable("a store call did not finish").caused_by(error))?
-}
-
-/// [`SegmentStore`] whose calls wait for one of a fixed number of turns, then run on the main
-/// runtime.
+/// The [`Layer`] that runs calls on the main runtime, segment calls in turn.
 #[derive(Debug)]
-struct QueuedSegments {
-    inner: Arc<dyn SegmentStore>,
+struct OnMainRuntime {
     turns: Arc<Semaphore>,
     runtime: Handle,
 }
 
-impl QueuedSegments {
-    /// Waits for a turn, then runs `call` on the main runtime holding it: a call whose caller
-    /// went away still counts against the queue until it ends.
-    async fn queued<T, F, Fut>(&self, call: F) -> Result<T>
-    where
-        T: Send + 'static,
-        F: FnOnce(Arc<dyn SegmentStore>) -> Fut,
-        Fut: Future<Output = Result<T>> + Send + 'static,
-    {
-        // The semaphore is never closed; the error arm only keeps this total.
-        let turn = Arc::clone(&self.turns)
-            .acquire_owned()
-            .await
-            .map_err(|_| Error::store_unavailable("the store queue is closed"))?;
-        let call = call(Arc::clone(&self.inner));
-        run_on(&self.runtime, async move {
+impl Layer for OnMainRuntime {
+    /// Runs `call` as a task of the main runtime and waits for it. The task runs to its end
+    /// even if the caller stops waiting, so a store write is never cut off halfway by a client
+    /// going away. A segment call first waits for a turn, and holds it until it ends (a call
+    /// whose caller went away still counts against the queue); lease calls never wait behind
+    /// segment traffic.
+    async fn around<T: Send + 'static>(
+        &self,
+        _: &'static str,
+        calls: Calls,
+        call: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let turn = match calls {
+            // The semaphore is never closed; the error arm only keeps this total.
+            Calls::Segments => Some(
+                Arc::clone(&self.turns)
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| Error::store_unavailable("the store queue is closed"))?,
+            ),
+            Calls::Leases => None,
+        };
+        let task = self.runtime.spawn(async move {
             let result = call.await;
             drop(turn);
             result
-        })
-        .await
-    }
-}
-
-#[async_trait]
-impl SegmentStore for QueuedSegments {
-    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-        let tag = tag.clone();
-        self.queued(|store| async move { store.allocate(&tag, step).await })
-            .await
-    }
-
-    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
-        let tag = tag.clone();
-        self.queued(|store| async move { store.give_back(&tag, unused).await })
-            .await
-    }
-
-    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-        let (tag, settings) = (tag.clone(), settings.clone());
-        self.queued(|store| async move { store.create_tag(&tag, &settings).await })
-            .await
-    }
-
-    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-        let (tag, update) = (tag.clone(), update.clone());
-        self.queued(|store| async move { store.update_tag(&tag, &update).await })
-            .await
-    }
-
-    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
-        let tag = tag.clone();
-        self.queued(|store| async move { store.tag_info(&tag).await })
-            .await
-    }
-
-    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
-        self.queued(|store| async move { store.list_tags().await })
-            .await
-    }
-}
-
-/// [`WorkerLeases`] whose calls run on the main runtime, unqueued.
-#[derive(Debug)]
-struct MainRuntimeLeases {
-    inner: Arc<dyn WorkerLeases>,
-    runtime: Handle,
-}
-
-#[async_trait]
-impl WorkerLeases for MainRuntimeLeases {
-    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
-        let (store, request) = (Arc::clone(&self.inner), request.clone());
-        run_on(&self.runtime, async move { store.acquire(&request).await }).await
-    }
-
-    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
-        let (store, lease) = (Arc::clone(&self.inner), lease.clone());
-        run_on(&self.runtime, async move {
-            store.renew(&lease, hwm_ms, ttl).await
-        })
-        .await
-    }
-
-    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
-        let (store, lease) = (Arc::clone(&self.inner), lease.clone());
-        run_on(&self.runtime, async move {
-            store.release(&lease, final_hwm_ms).await
-        })
-        .await
-    }
-
-    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
-        let store = Arc::clone(&self.inner);
-        run_on(&self.runtime, async move { store.list_leases().await }).await
-    }
-
-    async fn clock_ms(&self) -> Result<u64> {
-        let store = Arc::clone(&self.inner);
-        run_on(&self.runtime, async move { store.clock_ms().await }).await
-    }
-
-    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
-        let store = Arc::clone(&self.inner);
-        run_on(&self.runtime, async move { store.id_spaces().await }).await
-    }
-
-    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
-        let (store, record) = (Arc::clone(&self.inner), record.clone());
-        run_on(&self.runtime, async move {
-            store.record_id_space(&record, hwm_bound_ms).await
-        })
-        .await
+        });
+        task.await.map_err(|error| {
+            Error::store_unavailable("a store call did not finish").caused_by(error)
+        })?
     }
 }
 
@@ -197,86 +88,30 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use std::sync::Mutex;
+    use std::time::Duration;
 
-    use idmint_core::store::MemoryStore;
-    use idmint_core::SystemClock;
+    use idmint_core::store::{LeaseRequest, MemoryStore, SegmentStore, TagSettings, WorkerLeases};
+    use idmint_core::{SystemClock, Tag};
 
     use super::*;
 
-    /// The in-memory store, noting the name of the thread each call ran on.
-    #[derive(Debug)]
-    struct ThreadNoting {
-        inner: MemoryStore,
-        threads: Mutex<Vec<String>>,
-    }
+    /// Notes the name of the thread each call runs on.
+    #[derive(Debug, Default)]
+    struct ThreadNoting(Arc<Mutex<Vec<String>>>);
 
-    impl ThreadNoting {
-        fn note(&self) {
+    impl Layer for ThreadNoting {
+        async fn around<T: Send + 'static>(
+            &self,
+            _: &'static str,
+            _: Calls,
+            call: impl Future<Output = Result<T>> + Send + 'static,
+        ) -> Result<T> {
             let name = std::thread::current()
                 .name()
                 .unwrap_or("unnamed")
                 .to_owned();
-            self.threads.lock().unwrap().push(name);
-        }
-    }
-
-    #[async_trait]
-    impl SegmentStore for ThreadNoting {
-        async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-            self.note();
-            self.inner.allocate(tag, step).await
-        }
-        async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
-            self.note();
-            self.inner.give_back(tag, unused).await
-        }
-        async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-            self.note();
-            self.inner.create_tag(tag, settings).await
-        }
-        async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-            self.note();
-            self.inner.update_tag(tag, update).await
-        }
-        async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
-            self.note();
-            self.inner.tag_info(tag).await
-        }
-        async fn list_tags(&self) -> Result<Vec<TagInfo>> {
-            self.note();
-            self.inner.list_tags().await
-        }
-    }
-
-    #[async_trait]
-    impl WorkerLeases for ThreadNoting {
-        async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
-            self.note();
-            self.inner.acquire(request).await
-        }
-        async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
-            self.note();
-            self.inner.renew(lease, hwm_ms, ttl).await
-        }
-        async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
-            self.note();
-            self.inner.release(lease, final_hwm_ms).await
-        }
-        async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
-            self.note();
-            self.inner.list_leases().await
-        }
-        async fn clock_ms(&self) -> Result<u64> {
-            self.note();
-            self.inner.clock_ms().await
-        }
-        async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
-            self.note();
-            self.inner.id_spaces().await
-        }
-        async fn record_id_space(&self, record: &IdSpaceRecord, bound: u64) -> Result<()> {
-            self.note();
-            self.inner.record_id_space(record, bound).await
+            self.0.lock().unwrap().push(name);
+            call.await
         }
     }
 
@@ -289,18 +124,15 @@ mod tests {
             .thread_name("main-runtime")
             .build()
             .unwrap();
-        let noting = Arc::new(ThreadNoting {
-            inner: MemoryStore::new(Arc::new(SystemClock::new())),
-            threads: Mutex::new(Vec::new()),
-        });
-        let store = on_main_runtime(
-            Store {
-                segments: Arc::clone(&noting) as Arc<dyn SegmentStore>,
-                leases: Arc::clone(&noting) as Arc<dyn WorkerLeases>,
-                display_url: "memory".into(),
-            },
-            main.handle().clone(),
-        );
+        let memory = Arc::new(MemoryStore::new(Arc::new(SystemClock::new())));
+        let memory = Store {
+            segments: Arc::clone(&memory) as Arc<dyn SegmentStore>,
+            leases: memory as Arc<dyn WorkerLeases>,
+            display_url: "memory".into(),
+        };
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let noting = layered(memory, ThreadNoting(Arc::clone(&threads)));
+        let store = on_main_runtime(noting, main.handle().clone());
         let io_thread = std::thread::Builder::new()
             .name("io-thread".into())
             .spawn(move || {
@@ -332,7 +164,7 @@ mod tests {
             .unwrap();
         let range = io_thread.join().unwrap();
         assert_eq!(range.end - range.start, 10);
-        let threads = noting.threads.lock().unwrap().clone();
+        let threads = threads.lock().unwrap().clone();
         assert_eq!(threads.len(), 5);
         assert!(
             threads.iter().all(|name| name == "main-runtime"),

@@ -9,17 +9,13 @@
 //! latch never clears by itself: a call that happens to succeed later proves nothing about the
 //! damaged pages, and the fix (restoring the store from a backup) means a restart anyway.
 
-use std::ops::Range;
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use async_trait::async_trait;
-use idmint_core::store::{
-    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
-    WorkerLeases,
-};
-use idmint_core::{Error, IdSpaceRecord, Result, Tag};
+use idmint_core::{Error, Result};
 use idmint_store::Store;
+
+use crate::store_layer::{layered, Calls, Layer};
 
 /// The first corruption a store call reported, kept until the process ends.
 #[derive(Debug, Default)]
@@ -54,99 +50,28 @@ impl CorruptionLatch {
 
 /// `store` with every call watched by `latch`.
 pub(super) fn watched(store: Store, latch: &Arc<CorruptionLatch>) -> Store {
-    Store {
-        segments: Arc::new(WatchedSegments {
-            inner: store.segments,
-            latch: Arc::clone(latch),
-        }),
-        leases: Arc::new(WatchedLeases {
-            inner: store.leases,
-            latch: Arc::clone(latch),
-        }),
-        display_url: store.display_url,
-    }
+    layered(store, Watched(Arc::clone(latch)))
 }
 
-/// [`SegmentStore`] whose errors go through the latch.
+/// The [`Layer`] that passes every result through the latch.
 #[derive(Debug)]
-struct WatchedSegments {
-    inner: Arc<dyn SegmentStore>,
-    latch: Arc<CorruptionLatch>,
-}
+struct Watched(Arc<CorruptionLatch>);
 
-#[async_trait]
-impl SegmentStore for WatchedSegments {
-    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
-        self.latch.observe(self.inner.allocate(tag, step).await)
-    }
-
-    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
-        self.latch.observe(self.inner.give_back(tag, unused).await)
-    }
-
-    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
-        self.latch
-            .observe(self.inner.create_tag(tag, settings).await)
-    }
-
-    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
-        self.latch.observe(self.inner.update_tag(tag, update).await)
-    }
-
-    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
-        self.latch.observe(self.inner.tag_info(tag).await)
-    }
-
-    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
-        self.latch.observe(self.inner.list_tags().await)
-    }
-}
-
-/// [`WorkerLeases`] whose errors go through the latch.
-#[derive(Debug)]
-struct WatchedLeases {
-    inner: Arc<dyn WorkerLeases>,
-    latch: Arc<CorruptionLatch>,
-}
-
-#[async_trait]
-impl WorkerLeases for WatchedLeases {
-    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
-        self.latch.observe(self.inner.acquire(request).await)
-    }
-
-    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
-        self.latch
-            .observe(self.inner.renew(lease, hwm_ms, ttl).await)
-    }
-
-    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
-        self.latch
-            .observe(self.inner.release(lease, final_hwm_ms).await)
-    }
-
-    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
-        self.latch.observe(self.inner.list_leases().await)
-    }
-
-    async fn clock_ms(&self) -> Result<u64> {
-        self.latch.observe(self.inner.clock_ms().await)
-    }
-
-    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
-        self.latch.observe(self.inner.id_spaces().await)
-    }
-
-    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
-        self.latch
-            .observe(self.inner.record_id_space(record, hwm_bound_ms).await)
+impl Layer for Watched {
+    async fn around<T: Send + 'static>(
+        &self,
+        _: &'static str,
+        _: Calls,
+        call: impl Future<Output = Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        self.0.observe(call.await)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use idmint_core::store::MemoryStore;
-    use idmint_core::ManualClock;
+    use idmint_core::store::{MemoryStore, TagSettings};
+    use idmint_core::{ManualClock, Tag};
 
     use super::*;
 

@@ -73,8 +73,10 @@ pub(crate) enum Session<DB: Database> {
     /// A transaction, committed at the end (rolled back if dropped).
     Tx(Transaction<'static, DB>),
     /// A pooled connection in autocommit mode.
+    #[cfg_attr(not(any(feature = "postgres", feature = "mysql")), allow(dead_code))]
     Pooled(PoolConnection<DB>),
     /// A connection of its own, closed at the end (with any session state, e.g. locks).
+    #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     Own(DB::Connection),
 }
 
