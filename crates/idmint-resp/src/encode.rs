@@ -1,4 +1,10 @@
-//! Reply encoding (RESP2), appending to any [`BufMut`]: `Vec<u8>`, `BytesMut`, ...
+//! Reply encoding, appending to any [`BufMut`]: `Vec<u8>`, `BytesMut`, ...
+//!
+//! RESP2 is every connection's protocol until it sends `HELLO 3`. The types both protocols
+//! share (simple strings, errors, integers, bulk strings, arrays) have one function each; the
+//! types RESP3 adds (maps, sets, the null, verbatim strings) take the connection's
+//! [`Protocol`] and fall back to what Redis sends a RESP2 client in their place: a flat array
+//! of keys and values, an array, a null bulk string or null array, a bulk string.
 //!
 //! The free functions are the hot path (`redis-benchmark -P 16 INCR` answers sixteen integers
 //! per read): each appends one reply to the caller's output buffer with no allocation of its
@@ -213,6 +219,74 @@ pub fn null_array<B: BufMut + ?Sized>(out: &mut B) {
     out.put_slice(b"*-1\r\n");
 }
 
+/// The protocol a connection speaks: RESP2 until `HELLO 3` switches it to RESP3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Redis' protocol since 1.2: what every client speaks, and the default.
+    #[default]
+    Resp2,
+    /// Redis 6's protocol, with maps, sets and one null type.
+    Resp3,
+}
+
+impl Protocol {
+    /// The number `HELLO` takes and answers: 2 or 3.
+    pub const fn version(self) -> i64 {
+        match self {
+            Protocol::Resp2 => 2,
+            Protocol::Resp3 => 3,
+        }
+    }
+}
+
+/// The header of a map of `pairs` key/value pairs; the caller then appends `2 * pairs`
+/// replies, key then value. RESP3 `%<pairs>`; RESP2 a flat array `*<2 * pairs>`, as Redis
+/// answers `HGETALL` or `CONFIG GET` to a RESP2 client.
+pub fn map_header<B: BufMut + ?Sized>(out: &mut B, protocol: Protocol, pairs: usize) {
+    match protocol {
+        Protocol::Resp3 => put_header(out, b'%', pairs),
+        Protocol::Resp2 => array_header(out, pairs.saturating_mul(2)),
+    }
+}
+
+/// The header of a set of `len` elements: RESP3 `~<len>`, RESP2 an array.
+pub fn set_header<B: BufMut + ?Sized>(out: &mut B, protocol: Protocol, len: usize) {
+    match protocol {
+        Protocol::Resp3 => put_header(out, b'~', len),
+        Protocol::Resp2 => array_header(out, len),
+    }
+}
+
+/// "No value" where a string was expected: RESP3's null `_`, RESP2's null bulk string.
+pub fn null<B: BufMut + ?Sized>(out: &mut B, protocol: Protocol) {
+    match protocol {
+        Protocol::Resp3 => out.put_slice(b"_\r\n"),
+        Protocol::Resp2 => null_bulk(out),
+    }
+}
+
+/// "No value" where an array was expected: RESP3's null `_`, RESP2's null array.
+pub fn null_for_array<B: BufMut + ?Sized>(out: &mut B, protocol: Protocol) {
+    match protocol {
+        Protocol::Resp3 => out.put_slice(b"_\r\n"),
+        Protocol::Resp2 => null_array(out),
+    }
+}
+
+/// Text meant to be shown as is (`INFO`, `CLIENT INFO`): RESP3's verbatim string
+/// `=<len>\r\ntxt:<text>\r\n`, a bulk string in RESP2.
+pub fn verbatim<B: BufMut + ?Sized>(out: &mut B, protocol: Protocol, text: &[u8]) {
+    match protocol {
+        Protocol::Resp3 => {
+            put_header(out, b'=', text.len() + 4);
+            out.put_slice(b"txt:");
+            out.put_slice(text);
+            out.put_slice(CRLF);
+        }
+        Protocol::Resp2 => bulk(out, text),
+    }
+}
+
 /// A request as a client sends it: an array of bulk strings. For tests, benchmarks and any
 /// idmint component that talks to a Redis-protocol server.
 pub fn command<B, A>(out: &mut B, args: &[A])
@@ -229,8 +303,9 @@ where
 /// A reply as a value, for replies assembled before sending: nested arrays for `COMMAND` or
 /// `HELLO`, or replies a handler returns to a generic writer.
 ///
-/// Encoding appends to the output with [`Reply::encode`]; nested arrays are walked with an
-/// explicit stack, so no depth of nesting can overflow the thread's stack.
+/// Encoding appends to the output with [`Reply::encode`] (RESP2) or [`Reply::encode_as`];
+/// nested arrays are walked with an explicit stack, so no depth of nesting can overflow the
+/// thread's stack.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply {
     /// `+text`; CR and LF become spaces when encoded.
@@ -247,6 +322,11 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// `*-1`.
     NullArray,
+    /// Keys and values, alternating (so an even number of elements): RESP3 `%<pairs>`, a flat
+    /// array in RESP2. Build it with [`Reply::map`].
+    Map(Vec<Reply>),
+    /// RESP3 `~<len>`, an array in RESP2.
+    Set(Vec<Reply>),
 }
 
 impl Reply {
@@ -271,8 +351,19 @@ impl Reply {
         Reply::Bulk(data.into())
     }
 
-    /// Appends the encoded reply to `out`.
+    /// A map from its key/value pairs.
+    pub fn map(pairs: impl IntoIterator<Item = (Reply, Reply)>) -> Reply {
+        Reply::Map(pairs.into_iter().flat_map(|(k, v)| [k, v]).collect())
+    }
+
+    /// Appends the encoded reply to `out`, in RESP2.
     pub fn encode<B: BufMut + ?Sized>(&self, out: &mut B) {
+        self.encode_as(out, Protocol::Resp2);
+    }
+
+    /// Appends the encoded reply to `out` in `protocol`: RESP3's types become their RESP2
+    /// stand-ins on a RESP2 connection, and both nulls become `_` on a RESP3 one.
+    pub fn encode_as<B: BufMut + ?Sized>(&self, out: &mut B, protocol: Protocol) {
         // Iterators over the arrays being written, innermost last: iteration, not recursion.
         let mut stack: Vec<std::slice::Iter<'_, Reply>> = Vec::new();
         let mut next = Some(self);
@@ -294,10 +385,18 @@ impl Reply {
                 Reply::Error(msg) => error(out, msg),
                 Reply::Integer(n) => integer(out, *n),
                 Reply::Bulk(data) => bulk(out, data),
-                Reply::NullBulk => null_bulk(out),
-                Reply::NullArray => null_array(out),
+                Reply::NullBulk => null(out, protocol),
+                Reply::NullArray => null_for_array(out, protocol),
                 Reply::Array(items) => {
                     array_header(out, items.len());
+                    stack.push(items.iter());
+                }
+                Reply::Map(items) => {
+                    map_header(out, protocol, items.len() / 2);
+                    stack.push(items.iter());
+                }
+                Reply::Set(items) => {
+                    set_header(out, protocol, items.len());
                     stack.push(items.iter());
                 }
             }
@@ -475,6 +574,43 @@ mod tests {
         while let Reply::Array(mut items) = cur {
             cur = items.pop().unwrap_or(Reply::NullBulk);
         }
+    }
+
+    #[test]
+    fn resp3_types_and_their_resp2_stand_ins() {
+        use Protocol::{Resp2, Resp3};
+        assert_eq!(enc(|o| map_header(o, Resp3, 2)), b"%2\r\n");
+        assert_eq!(enc(|o| map_header(o, Resp2, 2)), b"*4\r\n");
+        assert_eq!(enc(|o| set_header(o, Resp3, 3)), b"~3\r\n");
+        assert_eq!(enc(|o| set_header(o, Resp2, 3)), b"*3\r\n");
+        assert_eq!(enc(|o| null(o, Resp3)), b"_\r\n");
+        assert_eq!(enc(|o| null(o, Resp2)), b"$-1\r\n");
+        assert_eq!(enc(|o| null_for_array(o, Resp3)), b"_\r\n");
+        assert_eq!(enc(|o| null_for_array(o, Resp2)), b"*-1\r\n");
+        assert_eq!(
+            enc(|o| verbatim(o, Resp3, b"a:1\r\n")),
+            b"=9\r\ntxt:a:1\r\n\r\n"
+        );
+        assert_eq!(enc(|o| verbatim(o, Resp2, b"a:1")), b"$3\r\na:1\r\n");
+        let reply = Reply::map([
+            (
+                Reply::bulk("flags"),
+                Reply::Set(vec![Reply::simple("fast")]),
+            ),
+            (Reply::bulk("none"), Reply::NullBulk),
+        ]);
+        assert_eq!(
+            {
+                let mut out = Vec::new();
+                reply.encode_as(&mut out, Resp3);
+                out
+            },
+            b"%2\r\n$5\r\nflags\r\n~1\r\n+fast\r\n$4\r\nnone\r\n_\r\n"
+        );
+        assert_eq!(
+            reply.to_vec(),
+            b"*4\r\n$5\r\nflags\r\n*1\r\n+fast\r\n$4\r\nnone\r\n$-1\r\n"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! # idmint-resp
 //!
-//! The Redis protocol (RESP2) as idmint speaks it, with no I/O: a request parser and a reply
+//! The Redis protocol (RESP2, and RESP3's replies) as idmint speaks it, with no I/O: a request parser and a reply
 //! encoder, so that `redis-cli`, `redis-benchmark` and any Redis client library can mint IDs
 //! (`INCR tag`, `IDMINT.SNOWFLAKE`, ...). The server owns the sockets; this crate turns the
 //! bytes it read into [`Command`]s and its answers into bytes. Being pure, it is tested
@@ -27,9 +27,10 @@
 //! are skipped. Details in the `inline` module source.
 //!
 //! ## Replies
-//! [`encode`] appends replies (`+OK`, `-ERR ...`, `:123`, `$5\r\nhello`, `$-1`, `*N`, `*-1`)
-//! to a `Vec<u8>` or `BytesMut` without allocating; [`Reply`] holds a reply as a value, nested
-//! arrays included.
+//! [`encode`] appends replies (`+OK`, `-ERR ...`, `:123`, `$5\r\nhello`, `$-1`, `*N`, `*-1`,
+//! and RESP3's `%N` maps, `~N` sets, `_` null and `=N` verbatim text, each with its RESP2
+//! stand-in for a connection that did not ask for RESP3: see [`Protocol`]) to a `Vec<u8>` or
+//! `BytesMut` without allocating; [`Reply`] holds a reply as a value, nested arrays included.
 //!
 //! ## A server's read loop
 //! ```
@@ -83,7 +84,7 @@ pub mod limits;
 pub mod parse;
 
 pub use command::{Command, UpperName};
-pub use encode::Reply;
+pub use encode::{Protocol, Reply};
 pub use error::{CrlfAfter, LengthKind, ProtocolError};
 pub use limits::Limits;
 pub use parse::{parse_all, parse_command, ParsedAll, RequestDecoder};

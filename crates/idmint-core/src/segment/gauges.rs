@@ -30,6 +30,26 @@ impl SegmentBuffer {
         current.saturating_add(next)
     }
 
+    /// The tag's counter on this node, as Redis' `GET` shows a counter after `INCR`: the last
+    /// ID handed out of the current segment, or the one before its first while none has been
+    /// (so the next ID this node hands out is larger). `None` before the first range is loaded
+    /// and after shutdown. A read: it takes no ID and calls no store.
+    pub fn counter(&self) -> Option<u64> {
+        let control = self.control();
+        if control.closed || control.current.len == 0 {
+            return None;
+        }
+        let claim = Claim::unpack(self.state.0.load(Ordering::Acquire));
+        let range = &control.current;
+        let used = if claim.gen == control.gen {
+            claim.offset.min(range.len)
+        } else {
+            0
+        };
+        // `start` is at least 1 (an ID is never 0).
+        Some(range.start.saturating_add(used).saturating_sub(1))
+    }
+
     /// The averaged rate, sampled now if the last sample is old.
     pub(super) fn refreshed_rate(&self, control: &mut Control) -> Option<f64> {
         let now = self.clock.now_ms();

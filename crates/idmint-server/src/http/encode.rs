@@ -53,12 +53,30 @@ pub(crate) fn range_json(start: u64, end: u64) -> Vec<u8> {
 pub(crate) fn plain_id(id: u64) -> Response {
     let mut out = Vec::with_capacity(MAX_DIGITS);
     push_decimal(&mut out, id);
-    with_type(out, "text/plain; charset=utf-8")
+    with_type(out, PLAIN)
 }
+
+/// The content type of the JSON routes.
+pub(crate) const JSON: &str = "application/json";
+
+/// The content type of Leaf's plain-text IDs.
+pub(crate) const PLAIN: &str = "text/plain; charset=utf-8";
 
 /// A 200 with a JSON body.
 pub(crate) fn json(body: Vec<u8>) -> Response {
-    with_type(body, "application/json")
+    with_type(body, JSON)
+}
+
+/// The answer to `HEAD` on a route that mints: 200 with the content type a `GET` would have,
+/// no body, and no ID taken (a `HEAD` must not change anything; load balancers and link
+/// checkers send them freely). Not cacheable, like every ID answer.
+pub(crate) fn head_only(content_type: &'static str) -> Response {
+    let mut response = with_type(Vec::new(), content_type);
+    response.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-store"),
+    );
+    response
 }
 
 fn with_type(body: Vec<u8>, content_type: &'static str) -> Response {

@@ -40,6 +40,16 @@ pub(crate) async fn snowflake(State(state): State<AppState>) -> Result<Response,
     Ok(encode::plain_id(id))
 }
 
+/// `OPTIONS` on a Leaf route: the methods Spring lists for a mapping that names none.
+pub(crate) fn options() -> Response {
+    let mut response = StatusCode::OK.into_response();
+    response.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS"),
+    );
+    response
+}
+
 fn empty() -> ApiError {
     ApiError::new(
         StatusCode::INTERNAL_SERVER_ERROR,

@@ -22,6 +22,10 @@
 //! | `GET /api/snowflake/get/{key}` | Leaf: a snowflake, plain text |
 //! | `GET /decodeSnowflakeId?snowflakeId=ID` | Leaf: `timestamp`, `workerId`, `sequenceId` + ours |
 //!
+//! The Leaf routes answer `POST`, `PUT`, `DELETE` and `PATCH` like `GET`, as Leaf's
+//! controllers do, and `OPTIONS` with their `Allow` list. `HEAD` never takes an ID: on the
+//! routes that mint it answers 200 with the headers and no body.
+//!
 //! IDs are JSON strings: JavaScript loses integers above 2^53. Admin routes need
 //! `Authorization: Bearer TOKEN` when [`HttpOptions::admin_token`] is set.
 //!
@@ -76,7 +80,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::Router;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::limit::RequestBodyLimitLayer;
@@ -135,6 +139,24 @@ impl fmt::Debug for HttpOptions {
     }
 }
 
+/// A Leaf route with the methods Leaf's controllers answer: their `@RequestMapping` names
+/// none, so Spring serves `GET`, `POST`, `PUT`, `DELETE` and `PATCH` alike (all mint), `HEAD`
+/// (which here takes no ID) and `OPTIONS` (the `Allow` list); `TRACE` is refused, as Spring
+/// Boot refuses it.
+fn leaf_methods<H, T>(handler: H) -> MethodRouter<AppState>
+where
+    H: axum::handler::Handler<T, AppState> + Clone,
+    T: 'static,
+{
+    get(handler.clone())
+        .post(handler.clone())
+        .put(handler.clone())
+        .delete(handler.clone())
+        .patch(handler)
+        .head(|| async { encode::head_only(encode::PLAIN) })
+        .options(|| async { leaf::options() })
+}
+
 /// Every route over `ids`, with the JSON error fallbacks, the body limit and the timeout.
 ///
 /// Install the global `metrics` recorder before calling this: the hot-path counters are
@@ -153,16 +175,22 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
             REQUEST_TIMEOUT,
         ));
     Router::new()
-        .route("/v1/snowflake", get(issue::snowflake))
-        .route("/v1/segment/{tag}", get(issue::segment))
+        .route(
+            "/v1/snowflake",
+            get(issue::snowflake).head(|| async { encode::head_only(encode::JSON) }),
+        )
+        .route(
+            "/v1/segment/{tag}",
+            get(issue::segment).head(|| async { encode::head_only(encode::JSON) }),
+        )
         .route("/v1/segment/{tag}/lease", post(issue::lease))
         .route("/v1/decode/{id}", get(issue::decode))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(metrics::render))
-        .route("/api/segment/get/{key}", get(leaf::segment))
-        .route("/api/snowflake/get/{key}", get(leaf::snowflake))
-        .route("/decodeSnowflakeId", get(leaf::decode))
+        .route("/api/segment/get/{key}", leaf_methods(leaf::segment))
+        .route("/api/snowflake/get/{key}", leaf_methods(leaf::snowflake))
+        .route("/decodeSnowflakeId", leaf_methods(leaf::decode))
         .merge(admin)
         .fallback(errors::not_found)
         .method_not_allowed_fallback(errors::method_not_allowed)

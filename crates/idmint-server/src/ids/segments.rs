@@ -87,6 +87,21 @@ impl SegmentRegistry {
         self.read().values().cloned().collect()
     }
 
+    /// The buffer of `tag` if this node has made it; never creates one, never asks the store.
+    pub fn loaded(&self, tag: &Tag) -> Option<Arc<SegmentBuffer>> {
+        self.read().get(tag).cloned()
+    }
+
+    /// How many tags this node has buffers for.
+    pub fn len(&self) -> usize {
+        self.read().len()
+    }
+
+    /// True before this node has used any tag.
+    pub fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+
     /// Shuts every buffer down, giving unused tails back to the store. Returns how many tails
     /// the store took back.
     pub async fn shutdown(&self) -> usize {

@@ -17,11 +17,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use idmint_resp::{encode, Command, RequestDecoder};
+use idmint_resp::{encode, Command, Protocol, RequestDecoder};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
+use super::cmd::Transaction;
+use super::reply::IdFormat;
 use super::shared::Shared;
 use super::tags::TagCache;
 use crate::telemetry;
@@ -62,6 +64,14 @@ pub(super) struct Session {
     /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
     pub(super) lib_name: Option<Bytes>,
     pub(super) lib_ver: Option<Bytes>,
+    /// RESP2 until `HELLO 3`.
+    pub(super) protocol: Protocol,
+    /// How ID replies are written (`IDMINT.FORMAT`).
+    pub(super) format: IdFormat,
+    /// The transaction being queued, between `MULTI` and `EXEC`.
+    pub(super) transaction: Option<Transaction>,
+    /// The commands of the transaction `EXEC` just started, for the connection loop to run.
+    pub(super) exec_queue: Vec<Command>,
     pub(super) tags: TagCache,
     /// `idmint_ids_issued_total{kind="snowflake"}` and the snowflakes issued since the last
     /// flush.
@@ -84,6 +94,10 @@ impl Session {
             name: None,
             lib_name: None,
             lib_ver: None,
+            protocol: Protocol::Resp2,
+            format: IdFormat::Integer,
+            transaction: None,
+            exec_queue: Vec::new(),
             tags: TagCache::default(),
             snowflakes_issued: telemetry::snowflake_counter(),
             snowflakes_pending: 0,
@@ -195,9 +209,11 @@ async fn serve_connection(
                     // Progress: the next partial request gets a time of its own.
                     deadline = None;
                     flow = run_command(session, &command, &mut out).await;
-                    if out.len() >= FLUSH_AT {
-                        stream.write_all(&out).await?;
-                        out.clear();
+                    flush_if_full(stream, &mut out).await?;
+                    // `EXEC`'s header is written; its commands' replies follow.
+                    for queued in std::mem::take(&mut session.exec_queue) {
+                        run_command(session, &queued, &mut out).await;
+                        flush_if_full(stream, &mut out).await?;
                     }
                 }
                 Ok(None) => break,
@@ -228,6 +244,16 @@ async fn serve_connection(
             return Ok(());
         }
     }
+}
+
+/// Writes the replies buffered so far once they pass [`FLUSH_AT`], so that a pipeline (or a
+/// transaction) of large replies never grows the buffer without bound.
+async fn flush_if_full(stream: &mut TcpStream, out: &mut BytesMut) -> std::io::Result<()> {
+    if out.len() >= FLUSH_AT {
+        stream.write_all(out).await?;
+        out.clear();
+    }
+    Ok(())
 }
 
 /// Answers a request that did not arrive in full within `timeout` of its first byte (or of

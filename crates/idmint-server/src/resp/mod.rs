@@ -8,18 +8,21 @@
 //! $ redis-cli -p 6380 IDMINT.DECODE 175928847299117063
 //! ```
 //!
-//! The bytes are parsed by `idmint-resp` (RESP2 arrays and inline commands, bounded by
-//! [`Limits`]); this module owns the sockets and runs the commands:
+//! The bytes are parsed by `idmint-resp` (arrays of bulk strings and inline commands, bounded
+//! by [`Limits`]); replies are RESP2 until a connection sends `HELLO 3`, then RESP3 (maps,
+//! sets, null, verbatim text where Redis sends them). This module owns the sockets and runs
+//! the commands:
 //!
 //! - `listener`: the accept loop, the connection limit and graceful shutdown;
 //! - `connection`: one connection's read, decode, execute and write loop, pipelining included
-//!   (every complete command of a read is answered, and the replies leave in one write);
-//! - `commands`: the command table, dispatch, authentication and the ID commands;
-//! - `admin`: what stock clients send besides (`PING`, `HELLO`, `CLIENT`, `COMMAND`,
-//!   `CONFIG GET`, `INFO`, ...);
+//!   (every complete command of a read is answered, and the replies leave in one write), and
+//!   the commands of a transaction at `EXEC`;
+//! - `cmd`: the command table, dispatch and `MULTI` queueing, one file per command or family;
 //! - `tags`: each connection's cache of segment buffers, so `INCR tag` on the hot path is one
 //!   lock-free claim and no allocation;
-//! - `reply`: argument parsing helpers and the mapping of `idmint_core::Error` to replies.
+//! - `reply`: argument parsing helpers, ID replies (integers, or strings for JavaScript), and
+//!   the mapping of `idmint_core::Error` to replies;
+//! - `glob`: `CONFIG GET`'s pattern matcher; `shared`: what every connection shares.
 
 mod cmd;
 mod connection;

@@ -72,28 +72,75 @@ pub(super) fn parse_count(out: &mut BytesMut, arg: &[u8], what: &str, max: u64) 
     }
 }
 
-/// An ID as an integer reply. Every ID idmint issues fits in 63 bits (snowflake layouts are
+/// How a connection's ID replies are written.
+///
+/// Integers by default, as Redis' `INCR` answers. JavaScript clients (ioredis, node-redis)
+/// turn an integer reply into a double, which cannot hold IDs above 2^53: three snowflakes of
+/// one millisecond become three equal numbers. `String` sends each ID as a bulk string of its
+/// decimal digits instead, chosen per command (`FORMAT STRING`) or per connection
+/// (`IDMINT.FORMAT STRING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum IdFormat {
+    #[default]
+    Integer,
+    String,
+}
+
+impl IdFormat {
+    /// `INTEGER` or `STRING`, any case.
+    pub(super) fn parse(word: &[u8]) -> Option<Self> {
+        if word.eq_ignore_ascii_case(b"INTEGER") {
+            Some(Self::Integer)
+        } else if word.eq_ignore_ascii_case(b"STRING") {
+            Some(Self::String)
+        } else {
+            None
+        }
+    }
+
+    /// The word [`parse`](Self::parse) reads.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Integer => "integer",
+            Self::String => "string",
+        }
+    }
+}
+
+/// The error for a `FORMAT` other than `INTEGER` or `STRING`.
+pub(super) const BAD_FORMAT: &str = "ERR FORMAT must be INTEGER or STRING";
+
+/// An ID as a reply in `format`. Every ID idmint issues fits in 63 bits (snowflake layouts are
 /// at most 63 bits, segment IDs at most `i64::MAX`); should one not, it is refused rather than
 /// sent as a negative number.
 #[inline]
-pub(super) fn id(out: &mut BytesMut, id: u64) {
+pub(super) fn id(out: &mut BytesMut, id: u64, format: IdFormat) {
     match i64::try_from(id) {
-        Ok(n) => encode::integer(out, n),
+        Ok(n) if format == IdFormat::Integer => encode::integer(out, n),
+        Ok(n) => encode::bulk_integer(out, n),
         Err(_) => encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer")),
     }
 }
 
-/// IDs as an array of integer replies (`IDMINT.SNOWFLAKE COUNT n`, `IDMINT.NEXT tag COUNT n`),
-/// ascending, `largest` being the last. Refused as a whole, like [`id`], should the largest not
-/// fit a RESP integer; then none of the others is sent as a negative number either.
-pub(super) fn ids<I>(out: &mut BytesMut, ids: I, largest: Option<u64>)
+/// IDs as an array (`IDMINT.SNOWFLAKE COUNT n`, `IDMINT.NEXT tag COUNT n`), ascending,
+/// `largest` being the last. Refused as a whole, like [`id`], should the largest not fit a
+/// RESP integer; then none of the others is sent as a negative number either.
+pub(super) fn ids<I>(out: &mut BytesMut, ids: I, largest: Option<u64>, format: IdFormat)
 where
     I: ExactSizeIterator<Item = u64>,
 {
     match largest.map(i64::try_from) {
-        Some(Err(_)) => id(out, largest.unwrap_or(u64::MAX)),
+        Some(Err(_)) => id(out, largest.unwrap_or(u64::MAX), format),
         // Every ID is at most `largest`, which fits.
-        _ => encode::integer_array(out, ids.map(|id| i64::try_from(id).unwrap_or(i64::MAX))),
+        _ if format == IdFormat::Integer => {
+            encode::integer_array(out, ids.map(|id| i64::try_from(id).unwrap_or(i64::MAX)))
+        }
+        _ => {
+            encode::array_header(out, ids.len());
+            for n in ids {
+                encode::bulk_integer(out, i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
     }
 }
 
@@ -256,11 +303,12 @@ mod tests {
     #[test]
     fn ids_fit_or_are_refused() {
         let mut out = BytesMut::new();
-        id(&mut out, 12);
-        id(&mut out, u64::MAX);
+        id(&mut out, 12, IdFormat::Integer);
+        id(&mut out, 12, IdFormat::String);
+        id(&mut out, u64::MAX, IdFormat::String);
         assert_eq!(
             &out[..],
-            &b":12\r\n-ERR ID 18446744073709551615 does not fit a RESP integer\r\n"[..]
+            &b":12\r\n$2\r\n12\r\n-ERR ID 18446744073709551615 does not fit a RESP integer\r\n"[..]
         );
     }
 
@@ -273,12 +321,17 @@ mod tests {
 
         let mut out = BytesMut::new();
         let (ids, largest) = RunIds::new(vec![98..101, 5..6]);
-        super::ids(&mut out, ids, largest);
+        super::ids(&mut out, ids, largest, IdFormat::Integer);
         assert_eq!(&out[..], &b"*4\r\n:98\r\n:99\r\n:100\r\n:5\r\n"[..]);
 
         out.clear();
+        let (ids, largest) = RunIds::new(vec![9..10, 10..11]);
+        super::ids(&mut out, ids, largest, IdFormat::String);
+        assert_eq!(&out[..], &b"*2\r\n$1\r\n9\r\n$2\r\n10\r\n"[..]);
+
+        out.clear();
         let (ids, largest) = RunIds::new(Vec::new());
-        super::ids(&mut out, ids, largest);
+        super::ids(&mut out, ids, largest, IdFormat::Integer);
         assert_eq!(&out[..], &b"*0\r\n"[..]);
     }
 
@@ -287,7 +340,7 @@ mod tests {
         let mut out = BytesMut::new();
         let huge = u64::MAX - 1;
         let (ids, largest) = RunIds::new(vec![1..3, huge..huge + 1]);
-        super::ids(&mut out, ids, largest);
+        super::ids(&mut out, ids, largest, IdFormat::Integer);
         assert_eq!(
             &out[..],
             &b"-ERR ID 18446744073709551614 does not fit a RESP integer\r\n"[..]

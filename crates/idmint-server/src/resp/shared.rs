@@ -18,6 +18,8 @@ pub(super) struct Shared {
     /// The address the listener is bound to (`INFO`'s `tcp_port`).
     pub(super) local_addr: Option<SocketAddr>,
     pub(super) started: Instant,
+    /// `INFO`'s `run_id` and `master_replid`: 40 random hex digits, new at every start.
+    pub(super) run_id: String,
     next_client_id: AtomicU64,
     pub(super) connected: AtomicUsize,
     pub(super) total_connections: AtomicU64,
@@ -34,6 +36,7 @@ impl Shared {
             options,
             local_addr,
             started: Instant::now(),
+            run_id: random_hex40(),
             next_client_id: AtomicU64::new(1),
             connected: AtomicUsize::new(0),
             total_connections: AtomicU64::new(0),
@@ -46,4 +49,17 @@ impl Shared {
     pub(super) fn client_id(&self) -> u64 {
         self.next_client_id.fetch_add(1, Ordering::Relaxed)
     }
+}
+
+/// 40 random hex digits, from the standard library's per-process random hash keys (a run ID
+/// needs to differ between starts, not to be secret).
+fn random_hex40() -> String {
+    use std::fmt::Write;
+    use std::hash::{BuildHasher, RandomState};
+    let mut text = String::with_capacity(48);
+    for i in 0u8..3 {
+        let _ = write!(text, "{:016x}", RandomState::new().hash_one(i));
+    }
+    text.truncate(40);
+    text
 }

@@ -633,6 +633,97 @@ async fn leaf_paths_answer_like_leaf() {
     )
     .await;
     assert_error(server.get("/api/snowflake/get/").await, 404, "not_found").await;
+
+    // Leaf's mappings name no method: every one but TRACE mints (and HEAD never does).
+    for method in [Method::POST, Method::PUT, Method::DELETE, Method::PATCH] {
+        let response = server
+            .send(method.clone(), "/api/segment/get/leaf-tag")
+            .await;
+        assert_eq!(response.status(), StatusCode::OK, "{method}");
+        let id: u64 = response.text().await.unwrap().parse().unwrap();
+        assert_eq!(id, previous + 1, "{method}");
+        previous = id;
+    }
+    let options = server.send(Method::OPTIONS, "/api/snowflake/get/x").await;
+    assert_eq!(options.status(), StatusCode::OK);
+    assert_eq!(
+        options.headers().get(reqwest::header::ALLOW).unwrap(),
+        "GET,HEAD,POST,PUT,PATCH,DELETE,OPTIONS"
+    );
+    assert_error(
+        server
+            .send(Method::TRACE, "/api/segment/get/leaf-tag")
+            .await,
+        405,
+        "method_not_allowed",
+    )
+    .await;
+    let next: u64 = server
+        .get("/api/segment/get/leaf-tag")
+        .await
+        .text()
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(next, previous + 1, "OPTIONS or TRACE took an ID");
+    server.stop().await;
+}
+
+/// `HEAD` answers with the headers of a `GET` and never takes an ID, on every route that
+/// mints (a `GET` serves `HEAD` by default, which would burn an ID per probe).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn head_never_takes_an_id() {
+    let server = Server::start(Setup::default()).await;
+    let first = ok_json(server.get("/v1/segment/probed").await).await;
+    let first: u64 = first["ids"][0].as_str().unwrap().parse().unwrap();
+    let snowflake: u64 = server
+        .get("/api/snowflake/get/x")
+        .await
+        .text()
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    for path in [
+        "/v1/segment/probed",
+        "/v1/segment/never-created",
+        "/v1/snowflake",
+        "/v1/snowflake?count=100",
+        "/api/segment/get/probed",
+        "/api/snowflake/get/x",
+    ] {
+        for _ in 0..2 {
+            let response = server.send(Method::HEAD, path).await;
+            assert_eq!(response.status(), StatusCode::OK, "{path}");
+            assert!(!content_type(&response).is_empty(), "{path}");
+            assert!(response.bytes().await.unwrap().is_empty(), "{path}");
+        }
+    }
+    let next = ok_json(server.get("/v1/segment/probed").await).await;
+    assert_eq!(
+        next["ids"][0],
+        (first + 1).to_string(),
+        "HEAD took segment IDs"
+    );
+    let later: u64 = server
+        .get("/api/snowflake/get/x")
+        .await
+        .text()
+        .await
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(later > snowflake);
+    // HEAD created no tag either.
+    let tags: Vec<String> = server
+        .ids
+        .segments()
+        .buffers()
+        .iter()
+        .map(|b| b.tag().to_string())
+        .collect();
+    assert!(!tags.iter().any(|t| t == "never-created"), "{tags:?}");
     server.stop().await;
 }
 

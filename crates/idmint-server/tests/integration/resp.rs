@@ -312,8 +312,9 @@ async fn connection_and_server_commands() {
     );
     assert_eq!(ok::<String>(&mut con, &["ECHO", "x\r\ny"]).await, "x\r\ny");
 
-    // HELLO (and HELLO 2) answer RESP2 server info; HELLO 3 is refused like a Redis without
-    // RESP3, and the connection goes on in RESP2.
+    // HELLO (and HELLO 2) answer RESP2 server info (HELLO 3 is checked over raw TCP, in
+    // `resp3_replies_per_connection`); a protocol that does not exist is refused and the
+    // connection goes on in RESP2.
     for args in [
         &["HELLO"][..],
         &["HELLO", "2"],
@@ -335,7 +336,7 @@ async fn connection_and_server_commands() {
         ok::<String>(&mut con, &["CLIENT", "GETNAME"]).await,
         "hello-name"
     );
-    let (code, _) = server_error(&mut con, &["HELLO", "3"]).await;
+    let (code, _) = server_error(&mut con, &["HELLO", "4"]).await;
     assert_eq!(code, "NOPROTO");
     let (code, message) = server_error(&mut con, &["HELLO", "two"]).await;
     assert_eq!(code, "ERR", "{message}");
@@ -388,8 +389,12 @@ async fn connection_and_server_commands() {
     assert!(count >= 15);
     let table: Vec<Value> = ok(&mut con, &["COMMAND"]).await;
     assert_eq!(table.len() as i64, count);
+    // Name and documentation, for every command.
     let docs: Vec<Value> = ok(&mut con, &["COMMAND", "DOCS"]).await;
-    assert!(docs.is_empty());
+    assert_eq!(docs.len() as i64, 2 * count);
+    let snowflake_docs: Vec<Value> = ok(&mut con, &["COMMAND", "DOCS", "idmint.snowflake"]).await;
+    assert_eq!(snowflake_docs.len(), 2);
+    assert!(format!("{snowflake_docs:?}").contains("COUNT"));
     let listed: Vec<String> = ok(&mut con, &["COMMAND", "LIST"]).await;
     assert!(listed.iter().any(|c| c == "idmint.snowflake"));
     let infos: Vec<Value> = ok(&mut con, &["COMMAND", "INFO", "incr", "nope"]).await;
@@ -404,6 +409,49 @@ async fn connection_and_server_commands() {
     assert!(none.is_empty());
     let globbed: Vec<String> = ok(&mut con, &["CONFIG", "GET", "*"]).await;
     assert!(globbed.len() >= 4 && globbed.len() % 2 == 0);
+
+    // What clients probe at connect.
+    let replication: String = ok(&mut con, &["INFO", "replication"]).await;
+    assert!(
+        replication.contains("role:master\r\n") && replication.contains("connected_slaves:0"),
+        "{replication}"
+    );
+    let everything: String = ok(&mut con, &["INFO"]).await;
+    for line in [
+        "cluster_enabled:0",
+        "loading:0",
+        "maxmemory_policy:noeviction",
+    ] {
+        assert!(everything.contains(line), "INFO lacks {line}");
+    }
+    let role: Vec<Value> = ok(&mut con, &["ROLE"]).await;
+    assert_eq!(role[0], Value::BulkString(b"master".to_vec()));
+    let (seconds, micros): (u64, u64) = ok(&mut con, &["TIME"]).await;
+    assert!(seconds > 1_700_000_000 && micros < 1_000_000);
+    assert_eq!(ok::<i64>(&mut con, &["DBSIZE"]).await, 0);
+    assert_eq!(
+        ok::<Option<String>>(&mut con, &["GET", "probe"]).await,
+        None
+    );
+    let id: i64 = ok(&mut con, &["INCR", "probe"]).await;
+    assert_eq!(
+        ok::<String>(&mut con, &["GET", "probe"]).await,
+        id.to_string()
+    );
+    assert_eq!(
+        ok::<String>(&mut con, &["GET", "probe"]).await,
+        id.to_string()
+    );
+    assert_eq!(ok::<i64>(&mut con, &["INCR", "probe"]).await, id + 1);
+    assert_eq!(ok::<i64>(&mut con, &["DBSIZE"]).await, 1);
+    assert_eq!(
+        ok::<String>(&mut con, &["CLIENT", "TRACKING", "off"]).await,
+        "OK"
+    );
+    let (_, message) = server_error(&mut con, &["CLIENT", "TRACKING", "on"]).await;
+    assert!(message.contains("client-side caching"), "{message}");
+    let (_, message) = server_error(&mut con, &["CLIENT", "MAINT_NOTIFICATIONS", "on"]).await;
+    assert!(message.contains("unknown subcommand"), "{message}");
     let (_, message) = server_error(&mut con, &["CONFIG", "SET", "save", ""]).await;
     assert!(message.contains("not supported"), "{message}");
 
@@ -431,6 +479,168 @@ async fn connection_and_server_commands() {
         .await
         .unwrap();
     assert!(ok::<i64>(&mut with_credentials, &["INCR", "t"]).await > 0);
+    server.stop().await;
+}
+
+/// Sends `request` (inline commands) on a new connection and returns what arrives within a
+/// moment, as text.
+async fn exchange(server: &Server, request: &str) -> String {
+    let mut stream = server.raw().await;
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.write_all(b"QUIT\r\n").await.unwrap();
+    read_to_close(&mut stream).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resp3_replies_per_connection() {
+    let server = Server::open().await;
+    let reply = exchange(
+        &server,
+        "HELLO 3\r\nCLIENT GETNAME\r\nCONFIG GET databases\r\n",
+    )
+    .await;
+    let expected_tail = "_\r\n%1\r\n$9\r\ndatabases\r\n$1\r\n1\r\n+OK\r\n";
+    assert!(
+        reply.starts_with("%7\r\n$6\r\nserver\r\n$6\r\nidmint\r\n"),
+        "{reply}"
+    );
+    assert!(reply.contains("$5\r\nproto\r\n:3\r\n"), "{reply}");
+    assert!(reply.ends_with(expected_tail), "{reply}");
+
+    // The same commands on a RESP2 connection: flat arrays and null bulk strings.
+    let reply = exchange(&server, "CLIENT GETNAME\r\nCONFIG GET databases\r\n").await;
+    assert_eq!(reply, "$-1\r\n*2\r\n$9\r\ndatabases\r\n$1\r\n1\r\n+OK\r\n");
+
+    // Decoding is a map; INFO and CLIENT INFO verbatim text; RESET goes back to RESP2.
+    let id = server.ids.snowflakes(1, 0).await.unwrap().next().unwrap();
+    let reply = exchange(
+        &server,
+        &format!("HELLO 3\r\nIDMINT.DECODE {id}\r\nINFO server\r\nRESET\r\nGET none\r\n"),
+    )
+    .await;
+    let decode = reply.split_once("%7\r\n").map_or("", |(_, rest)| rest);
+    assert!(decode.starts_with("$6\r\nserver"), "{reply}");
+    assert!(reply.contains(&format!("$2\r\nid\r\n:{id}\r\n")), "{reply}");
+    assert!(reply.contains("\r\ntxt:# Server\r\n"), "{reply}");
+    assert!(reply.ends_with("+RESET\r\n$-1\r\n+OK\r\n"), "{reply}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_queue_and_run_at_exec_and_a_refused_one_takes_no_id() {
+    let server = Server::open().await;
+    let mut con = server.client().await;
+    let first: i64 = ok(&mut con, &["INCR", "tx"]).await;
+
+    // Queued commands run only at EXEC: meanwhile another connection sees no ID taken.
+    let mut stream = server.raw().await;
+    stream
+        .write_all(b"MULTI\r\nINCR tx\r\nIDMINT.NEXT tx COUNT 2\r\nUNWATCH\r\n")
+        .await
+        .unwrap();
+    assert_eq!(
+        read_exact_text(&mut stream, 32).await,
+        "+OK\r\n+QUEUED\r\n+QUEUED\r\n+QUEUED\r\n"
+    );
+    assert_eq!(
+        ok::<String>(&mut con, &["GET", "tx"]).await,
+        first.to_string()
+    );
+    stream.write_all(b"EXEC\r\nQUIT\r\n").await.unwrap();
+    let reply = read_to_close(&mut stream).await;
+    assert_eq!(
+        reply,
+        format!(
+            "*3\r\n:{}\r\n*2\r\n:{}\r\n:{}\r\n+OK\r\n+OK\r\n",
+            first + 1,
+            first + 2,
+            first + 3
+        )
+    );
+
+    // Refused while queueing (unknown command, wrong arity): EXECABORT, nothing runs.
+    let reply = exchange(
+        &server,
+        "MULTI\r\nINCR tx\r\nNOPE\r\nINCR tx\r\nEXEC\r\n\
+         MULTI\r\nINCR tx\r\nINCR\r\nEXEC\r\n",
+    )
+    .await;
+    assert!(
+        reply.contains("-EXECABORT Transaction discarded"),
+        "{reply}"
+    );
+    assert_eq!(reply.matches("-EXECABORT").count(), 2, "{reply}");
+    assert_eq!(ok::<i64>(&mut con, &["INCR", "tx"]).await, first + 4);
+
+    // A command failing inside EXEC takes no ID; the others run.
+    let reply = exchange(&server, "MULTI\r\nINCRBY tx zero\r\nINCR tx\r\nEXEC\r\n").await;
+    assert!(
+        reply.ends_with(&format!(
+            "*2\r\n-ERR value is not an integer or out of range\r\n:{}\r\n+OK\r\n",
+            first + 5
+        )),
+        "{reply}"
+    );
+
+    // Redis' answers to misuse; DISCARD drops the queue; nested MULTI and WATCH inside one
+    // are errors that leave the transaction going.
+    let reply = exchange(
+        &server,
+        "EXEC\r\nDISCARD\r\nWATCH a b\r\nMULTI\r\nMULTI\r\nWATCH a\r\nINCR tx\r\nDISCARD\r\n",
+    )
+    .await;
+    assert_eq!(
+        reply,
+        "-ERR EXEC without MULTI\r\n-ERR DISCARD without MULTI\r\n+OK\r\n+OK\r\n\
+         -ERR MULTI calls can not be nested\r\n-ERR WATCH inside MULTI is not allowed\r\n\
+         +QUEUED\r\n+OK\r\n+OK\r\n"
+    );
+    assert_eq!(ok::<i64>(&mut con, &["INCR", "tx"]).await, first + 6);
+
+    // A queue past its bound dooms the transaction.
+    let mut huge = String::from("MULTI\r\n");
+    for _ in 0..20_000 {
+        huge.push_str("INCR tx-with-a-rather-long-name-to-fill-the-queue\r\n");
+    }
+    huge.push_str("EXEC\r\n");
+    let reply = exchange(&server, &huge).await;
+    assert!(
+        reply.contains("-ERR transaction too large"),
+        "too large not refused"
+    );
+    assert!(
+        reply.contains("-EXECABORT"),
+        "EXEC ran a doomed transaction"
+    );
+    assert_eq!(
+        ok::<Option<String>>(
+            &mut con,
+            &["GET", "tx-with-a-rather-long-name-to-fill-the-queue"]
+        )
+        .await,
+        None
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_as_strings_per_command_and_per_connection() {
+    let server = Server::open().await;
+    let reply = exchange(
+        &server,
+        "IDMINT.NEXT s COUNT 2 FORMAT STRING\r\nIDMINT.FORMAT\r\nIDMINT.FORMAT string\r\n\
+         INCR s\r\nINCRBY s 3\r\nIDMINT.FORMAT\r\nIDMINT.NEXT s FORMAT integer\r\n\
+         IDMINT.FORMAT hex\r\nIDMINT.SNOWFLAKE FORMAT octal\r\n",
+    )
+    .await;
+    assert_eq!(
+        reply,
+        "*2\r\n$1\r\n1\r\n$1\r\n2\r\n$7\r\ninteger\r\n+OK\r\n$1\r\n3\r\n$1\r\n6\r\n\
+         $6\r\nstring\r\n:7\r\n-ERR FORMAT must be INTEGER or STRING\r\n\
+         -ERR FORMAT must be INTEGER or STRING\r\n+OK\r\n"
+    );
+    let reply = exchange(&server, "IDMINT.FORMAT STRING\r\nIDMINT.SNOWFLAKE\r\n").await;
+    assert!(reply.starts_with("+OK\r\n$"), "{reply}");
     server.stop().await;
 }
 
@@ -578,8 +788,8 @@ async fn unknown_commands_are_refused_like_redis() {
     assert_eq!(ok::<String>(&mut con, &["PING"]).await, "PONG");
 
     let mut raw = server.raw().await;
-    raw.write_all(b"GET k\r\n").await.unwrap();
-    let expected = "-ERR unknown command 'GET', with args beginning with: 'k' \r\n";
+    raw.write_all(b"SET k v\r\n").await.unwrap();
+    let expected = "-ERR unknown command 'SET', with args beginning with: 'k' 'v' \r\n";
     assert_eq!(read_exact_text(&mut raw, expected.len()).await, expected);
 
     // An HTTP request is dropped before its body can run as inline commands, as by Redis.
@@ -591,9 +801,11 @@ async fn unknown_commands_are_refused_like_redis() {
     raw.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
-    assert!(read_to_close(&mut raw)
-        .await
-        .starts_with("-ERR unknown command 'GET'"));
+    // `GET / HTTP/1.1` is a `GET` with too many arguments, as in Redis; `Host:` closes.
+    assert_eq!(
+        read_to_close(&mut raw).await,
+        "-ERR wrong number of arguments for 'get' command\r\n"
+    );
     server.stop().await;
 }
 

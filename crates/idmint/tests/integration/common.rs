@@ -40,17 +40,21 @@ impl Server {
 
     /// [`Server::start_with`] with `IDMINT_*` (or other) variables set.
     pub fn start_with_env(store: &str, node: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_at(store, node, ("127.0.0.1:0", "127.0.0.1:0"), extra, env)
+    }
+
+    /// [`Server::start_with_env`] on the given HTTP and RESP addresses (to restart a server
+    /// where its clients expect it).
+    pub fn start_at(
+        store: &str,
+        node: &str,
+        (http, resp): (&str, &str),
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
         let mut child = idmint_command()
             .envs(env.iter().copied())
-            .args([
-                "serve",
-                "--store",
-                store,
-                "--http",
-                "127.0.0.1:0",
-                "--resp",
-                "127.0.0.1:0",
-            ])
+            .args(["serve", "--store", store, "--http", http, "--resp", resp])
             .args(["--node-name", node])
             .args(extra)
             .spawn()
@@ -116,6 +120,15 @@ impl Drop for Server {
             let _ = self.child.wait();
         }
     }
+}
+
+/// A loopback port that was free a moment ago (bound, read, released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// A SQLite URL of a fresh file in the target folder's temporary space.

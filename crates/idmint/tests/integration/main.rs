@@ -1,10 +1,11 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, hostile input, the ID space, start-up checks. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the ID space, start-up checks. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod cli;
 mod client;
+mod clients;
 mod common;
 mod damaged_store;
 mod hostile_input;

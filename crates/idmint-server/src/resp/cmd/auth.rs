@@ -1,7 +1,7 @@
 //! `AUTH` and `HELLO`: authentication and the protocol handshake.
 
 use bytes::{Bytes, BytesMut};
-use idmint_resp::encode;
+use idmint_resp::{encode, Protocol};
 
 use super::client::{valid_client_name, BAD_CLIENT_NAME};
 use super::info::IDMINT_VERSION;
@@ -61,31 +61,36 @@ impl Session {
         }
     }
 
-    /// `HELLO [protover [AUTH username password] [SETNAME name]]`. idmint speaks RESP2 only:
-    /// `HELLO 3` gets `-NOPROTO`, as from a Redis without RESP3, and clients stay on RESP2.
+    /// `HELLO [protover [AUTH username password] [SETNAME name]]`: `2` or `3` switches the
+    /// connection to RESP2 or RESP3 (anything else is `-NOPROTO`, and nothing changes);
+    /// `AUTH` and `SETNAME` apply only when the whole command succeeds. The reply is the
+    /// server's description, a map in RESP3 (field/value pairs in RESP2), as Redis sends it.
     pub(super) fn hello(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let mut rest = args.get(1..).unwrap_or_default();
+        let mut protocol = self.protocol;
         if let Some((version, options)) = rest.split_first() {
-            match reply::parse_i64(version) {
+            protocol = match reply::parse_i64(version) {
                 None => {
                     return encode::error(
                         out,
                         "ERR Protocol version is not an integer or out of range",
                     )
                 }
-                Some(2) => {}
+                Some(2) => Protocol::Resp2,
+                Some(3) => Protocol::Resp3,
                 Some(_) => return encode::error(out, "NOPROTO unsupported protocol version"),
-            }
+            };
             rest = options;
         }
         let mut name = None;
+        let mut authenticated = self.authenticated;
         while let Some((option, more)) = rest.split_first() {
             match more {
                 [user, password, after @ ..] if option.eq_ignore_ascii_case(b"AUTH") => {
                     if let Err(message) = self.check_credentials(Some(user), password) {
                         return encode::error(out, message);
                     }
-                    self.authenticated = true;
+                    authenticated = true;
                     rest = after;
                 }
                 [client_name, after @ ..] if option.eq_ignore_ascii_case(b"SETNAME") => {
@@ -106,20 +111,21 @@ impl Session {
                 }
             }
         }
-        if !self.authenticated {
+        if !authenticated {
             return encode::error(out, HELLO_NOAUTH);
         }
+        self.authenticated = true;
+        self.protocol = protocol;
         if let Some(name) = name {
             self.name = (!name.is_empty()).then(|| Bytes::copy_from_slice(&name));
         }
-        // RESP2 has no map: field/value pairs in a flat array, as Redis sends them.
-        encode::array_header(out, 14);
+        encode::map_header(out, protocol, 7);
         encode::bulk(out, b"server");
         encode::bulk(out, b"idmint");
         encode::bulk(out, b"version");
         encode::bulk(out, IDMINT_VERSION.as_bytes());
         encode::bulk(out, b"proto");
-        encode::integer(out, 2);
+        encode::integer(out, protocol.version());
         encode::bulk(out, b"id");
         encode::integer(out, i64::try_from(self.id).unwrap_or(i64::MAX));
         encode::bulk(out, b"mode");

@@ -24,20 +24,28 @@ impl Session {
                 .unwrap_or_default()
         };
         let local = self.local.map(|a| a.to_string()).unwrap_or_default();
+        let (flags, multi) = match &self.transaction {
+            Some(transaction) => ("x", i64::try_from(transaction.len()).unwrap_or(i64::MAX)),
+            None => ("N", -1),
+        };
         format!(
-            "id={} addr={} laddr={local} fd=-1 name={} age={} idle=0 flags=N db=0 sub=0 \
-             psub=0 ssub=0 multi=-1 cmd={command} user=default redir=-1 resp=2 lib-name={} \
-             lib-ver={}\n",
+            "id={} addr={} laddr={local} fd=-1 name={} age={} idle=0 flags={flags} db=0 sub=0 \
+             psub=0 ssub=0 multi={multi} cmd={command} user=default redir=-1 resp={} \
+             lib-name={} lib-ver={}\n",
             self.id,
             self.peer,
             show(&self.name),
             self.opened.elapsed().as_secs(),
+            self.protocol.version(),
             show(&self.lib_name),
             show(&self.lib_ver),
         )
     }
 
-    /// `CLIENT SETNAME | GETNAME | SETINFO | ID | INFO | LIST | NO-EVICT | NO-TOUCH | HELP`.
+    /// `CLIENT SETNAME | GETNAME | SETINFO | ID | INFO | LIST | NO-EVICT | NO-TOUCH |
+    /// TRACKING | GETREDIR | HELP`. What a server without a feature answers for the rest
+    /// (`MAINT_NOTIFICATIONS`, `KILL`, `PAUSE`, ...): an unknown subcommand, which clients that
+    /// probe for it at connect take as "not supported".
     pub(super) fn client(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let Some(sub) = args.get(1) else {
             return wrong_arity(out, "client");
@@ -57,7 +65,7 @@ impl Session {
             (b"SETNAME", _) => wrong_arity(out, "client|setname"),
             (b"GETNAME", []) => match &self.name {
                 Some(name) => encode::bulk(out, name),
-                None => encode::null_bulk(out),
+                None => encode::null(out, self.protocol),
             },
             (b"GETNAME", _) => wrong_arity(out, "client|getname"),
             (b"SETINFO", [attribute, value]) => {
@@ -85,14 +93,29 @@ impl Session {
             }
             (b"SETINFO", _) => wrong_arity(out, "client|setinfo"),
             (b"ID", []) => encode::integer(out, i64::try_from(self.id).unwrap_or(i64::MAX)),
-            (b"INFO", []) => encode::bulk(out, self.client_line("client|info").as_bytes()),
+            (b"INFO", []) => {
+                let line = self.client_line("client|info");
+                encode::verbatim(out, self.protocol, line.as_bytes());
+            }
             // Only this connection: idmint keeps no registry of its clients.
-            (b"LIST", _) => encode::bulk(out, self.client_line("client|list").as_bytes()),
+            (b"LIST", _) => {
+                let line = self.client_line("client|list");
+                encode::verbatim(out, self.protocol, line.as_bytes());
+            }
             (b"NO-EVICT" | b"NO-TOUCH", [flag])
                 if flag.eq_ignore_ascii_case(b"ON") || flag.eq_ignore_ascii_case(b"OFF") =>
             {
                 encode::ok(out)
             }
+            // Client-side caching: there is nothing to cache, so switching it off is a no-op
+            // and switching it on is refused.
+            (b"TRACKING", [switch, ..]) if switch.eq_ignore_ascii_case(b"OFF") => encode::ok(out),
+            (b"TRACKING", [switch, ..]) if switch.eq_ignore_ascii_case(b"ON") => encode::error(
+                out,
+                "ERR idmint does not support client-side caching: IDs are never cached",
+            ),
+            (b"TRACKING", _) => wrong_arity(out, "client|tracking"),
+            (b"GETREDIR", []) => encode::integer(out, -1),
             (b"HELP", []) => help(
                 out,
                 &[
@@ -112,6 +135,10 @@ impl Session {
                     "NO-EVICT (ON|OFF)",
                     "NO-TOUCH (ON|OFF)",
                     "    Accepted and ignored.",
+                    "TRACKING (ON|OFF) [options]",
+                    "    OFF is accepted; ON is refused: idmint has nothing to cache.",
+                    "GETREDIR",
+                    "    Return -1: tracking is never on.",
                     "HELP",
                     "    Print this help.",
                 ],

@@ -12,7 +12,7 @@ const NO_CONFIG_SET: &str = "ERR CONFIG SET is not supported: idmint is configur
 
 /// The parameters `CONFIG GET` knows. `redis-benchmark` reads `save` and `appendonly` at start
 /// (and warns when it cannot); idmint keeps nothing in memory that a snapshot would save.
-fn config_params(session: &Session) -> [(&'static str, String); 5] {
+fn config_params(session: &Session) -> [(&'static str, String); 7] {
     let port = session.shared.local_addr.map_or(0, |a| a.port());
     [
         ("save", String::new()),
@@ -23,6 +23,8 @@ fn config_params(session: &Session) -> [(&'static str, String); 5] {
             session.shared.options.max_connections.to_string(),
         ),
         ("port", port.to_string()),
+        ("maxmemory", "0".to_owned()),
+        ("maxmemory-policy", "noeviction".to_owned()),
     ]
 }
 
@@ -43,7 +45,7 @@ impl Session {
                 .iter()
                 .filter(|(name, _)| rest.iter().any(|p| glob_match(p, name.as_bytes())))
                 .collect();
-            encode::array_header(out, 2 * matching.len());
+            encode::map_header(out, self.protocol, matching.len());
             for (name, value) in matching {
                 encode::bulk(out, name.as_bytes());
                 encode::bulk(out, value.as_bytes());

@@ -2,11 +2,11 @@
 //! the dispatch).
 
 use bytes::{Bytes, BytesMut};
-use idmint_resp::encode;
+use idmint_resp::{encode, Protocol};
 
 use super::wrong_arity;
 use crate::resp::connection::Session;
-use crate::resp::reply;
+use crate::resp::reply::{self, IdFormat};
 
 impl Session {
     /// `PING [message]`.
@@ -27,10 +27,14 @@ impl Session {
         }
     }
 
-    /// `RESET`: back to a new connection's state.
+    /// `RESET`: back to a new connection's state (RESP2, integer IDs, no transaction, not
+    /// authenticated when a token is set, no name).
     pub(super) fn reset(&mut self, out: &mut BytesMut) {
         self.authenticated = self.shared.options.admin_token.is_none();
         self.name = None;
+        self.protocol = Protocol::Resp2;
+        self.format = IdFormat::Integer;
+        self.transaction = None;
         encode::simple(out, "RESET");
     }
 }

@@ -1,12 +1,60 @@
-//! The ID commands: `INCR`, `INCRBY`, `IDMINT.SNOWFLAKE`, `IDMINT.NEXT`, `IDMINT.DECODE`.
+//! The ID commands: `INCR`, `INCRBY`, `IDMINT.SNOWFLAKE`, `IDMINT.NEXT`, `IDMINT.DECODE`,
+//! `IDMINT.FORMAT`, and `GET`, which reads a tag's counter without taking an ID.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use idmint_core::Result;
 use idmint_resp::encode;
 
 use super::wrong_arity;
 use crate::resp::connection::Session;
-use crate::resp::reply::{self, NOT_AN_INTEGER, SYNTAX_ERROR};
+use crate::resp::reply::{self, IdFormat, BAD_FORMAT, NOT_AN_INTEGER, SYNTAX_ERROR};
+
+/// The options of `IDMINT.SNOWFLAKE` and `IDMINT.NEXT`, read before anything runs: a command
+/// with a bad option takes no ID.
+struct Options {
+    count: Option<u64>,
+    shard: Option<u64>,
+    format: IdFormat,
+}
+
+impl Session {
+    /// Reads `[COUNT n] [SHARD k] [FORMAT f]` (`SHARD` only when `shard_allowed`), in any
+    /// order, writing the error reply and returning `None` for anything else.
+    fn options(&self, args: &[Bytes], shard_allowed: bool, out: &mut BytesMut) -> Option<Options> {
+        let mut options = Options {
+            count: None,
+            shard: None,
+            format: self.format,
+        };
+        let mut words = args.iter();
+        while let Some(option) = words.next() {
+            let Some(value) = words.next() else {
+                encode::error(out, SYNTAX_ERROR);
+                return None;
+            };
+            if option.eq_ignore_ascii_case(b"COUNT") {
+                let max = self.shared.options.max_count;
+                options.count = Some(reply::parse_count(out, value, "COUNT", max)?);
+            } else if shard_allowed && option.eq_ignore_ascii_case(b"SHARD") {
+                let Some(k) = reply::parse_u64(value) else {
+                    encode::error(out, NOT_AN_INTEGER);
+                    return None;
+                };
+                options.shard = Some(k);
+            } else if option.eq_ignore_ascii_case(b"FORMAT") {
+                let Some(format) = IdFormat::parse(value) else {
+                    encode::error(out, BAD_FORMAT);
+                    return None;
+                };
+                options.format = format;
+            } else {
+                encode::error(out, SYNTAX_ERROR);
+                return None;
+            }
+        }
+        Some(options)
+    }
+}
 
 impl Session {
     /// `INCR tag` and `IDMINT.NEXT tag`: the next segment ID.
@@ -22,7 +70,7 @@ impl Session {
         }
         .await;
         match result {
-            Ok(id) => reply::id(out, id),
+            Ok(id) => reply::id(out, id, self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -45,44 +93,28 @@ impl Session {
         }
         .await;
         match result {
-            Ok(last) => reply::id(out, last),
+            Ok(last) => reply::id(out, last, self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
 
-    /// `IDMINT.SNOWFLAKE [COUNT n] [SHARD k]`.
-    pub(super) async fn snowflake(&mut self, args: &[bytes::Bytes], out: &mut BytesMut) {
-        let mut count = None;
-        let mut shard = 0;
-        let mut options = args.get(1..).unwrap_or_default().iter();
-        while let Some(option) = options.next() {
-            let Some(value) = options.next() else {
-                return encode::error(out, SYNTAX_ERROR);
-            };
-            if option.eq_ignore_ascii_case(b"COUNT") {
-                let max = self.shared.options.max_count;
-                match reply::parse_count(out, value, "COUNT", max) {
-                    Some(n) => count = Some(n),
-                    None => return,
-                }
-            } else if option.eq_ignore_ascii_case(b"SHARD") {
-                match reply::parse_u64(value) {
-                    Some(k) => shard = k,
-                    None => return encode::error(out, NOT_AN_INTEGER),
-                }
-            } else {
-                return encode::error(out, SYNTAX_ERROR);
-            }
-        }
+    /// `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT INTEGER|STRING]`.
+    pub(super) async fn snowflake(&mut self, args: &[Bytes], out: &mut BytesMut) {
+        let args = args.get(1..).unwrap_or_default();
+        let Some(options) = self.options(args, true, out) else {
+            return;
+        };
+        let count = options.count;
+        let shard = options.shard.unwrap_or(0);
         match self.shared.ids.snowflakes(count.unwrap_or(1), shard).await {
             Ok(mut batch) => {
                 let issued = batch.len() as u64;
                 if count.is_some() {
                     let largest = batch.last_id();
-                    reply::ids(out, batch, largest);
+                    reply::ids(out, batch, largest, options.format);
                 } else {
                     match batch.next() {
-                        Some(id) => reply::id(out, id),
+                        Some(id) => reply::id(out, id, options.format),
                         None => encode::error(out, "ERR no snowflake was issued"),
                     }
                 }
@@ -92,21 +124,19 @@ impl Session {
         }
     }
 
-    /// `IDMINT.NEXT tag [COUNT n]`.
-    pub(super) async fn next(&mut self, args: &[bytes::Bytes], out: &mut BytesMut) {
-        let (tag, count) = match args {
-            [_, tag] => (tag, None),
-            [_, tag, option, value] if option.eq_ignore_ascii_case(b"COUNT") => {
-                let max = self.shared.options.max_count;
-                match reply::parse_count(out, value, "COUNT", max) {
-                    Some(n) => (tag, Some(n)),
-                    None => return,
-                }
-            }
-            _ => return encode::error(out, SYNTAX_ERROR),
+    /// `IDMINT.NEXT tag [COUNT n] [FORMAT INTEGER|STRING]`.
+    pub(super) async fn next(&mut self, args: &[Bytes], out: &mut BytesMut) {
+        let Some(tag) = args.get(1) else {
+            return wrong_arity(out, "idmint.next");
         };
-        let Some(count) = count else {
-            return self.incr(tag, out).await;
+        let Some(options) = self.options(args.get(2..).unwrap_or_default(), false, out) else {
+            return;
+        };
+        let Some(count) = options.count else {
+            let format = std::mem::replace(&mut self.format, options.format);
+            self.incr(tag, out).await;
+            self.format = format;
+            return;
         };
         let result = async {
             let entry = self.tags.resolve(&self.shared.ids, tag).await?;
@@ -119,16 +149,50 @@ impl Session {
         match result {
             Ok(runs) => {
                 let (ids, largest) = reply::RunIds::new(runs);
-                reply::ids(out, ids, largest);
+                reply::ids(out, ids, largest, options.format);
             }
             Err(error) => reply::service_error(out, &error),
         }
     }
 
+    /// `IDMINT.FORMAT [INTEGER|STRING]`: sets how this connection's ID replies are written
+    /// (`+OK`), or, without an argument, answers the current choice. Lasts until the
+    /// connection closes or sends `RESET`; a client that reconnects must send it again.
+    pub(super) fn format(&mut self, args: &[Bytes], out: &mut BytesMut) {
+        match args {
+            [_] => encode::bulk(out, self.format.name().as_bytes()),
+            [_, word] => match IdFormat::parse(word) {
+                Some(format) => {
+                    self.format = format;
+                    encode::ok(out);
+                }
+                None => encode::error(out, BAD_FORMAT),
+            },
+            _ => wrong_arity(out, "idmint.format"),
+        }
+    }
+
+    /// `GET tag`: the tag's counter on this node, as a bulk string like Redis' `GET` of a
+    /// counter (the next `INCR tag` here answers a larger number); null when this node has not
+    /// loaded the tag. It takes no ID, creates no tag and asks no store, so it tells nothing
+    /// of other nodes.
+    pub(super) fn get(&mut self, args: &[Bytes], out: &mut BytesMut) {
+        let raw = args.get(1).map_or(&[][..], |a| a);
+        let counter = std::str::from_utf8(raw)
+            .ok()
+            .and_then(|name| idmint_core::Tag::new(name).ok())
+            .and_then(|tag| self.shared.ids.segments().loaded(&tag))
+            .and_then(|buffer| buffer.counter());
+        match counter.and_then(|n| i64::try_from(n).ok()) {
+            Some(n) => encode::bulk_integer(out, n),
+            None => encode::null(out, self.protocol),
+        }
+    }
+
     /// `IDMINT.DECODE id`: the ID taken apart with the layout of the space that issued it, as
-    /// field/value pairs
-    /// (what `HGETALL` returns, so clients read it into a map).
-    pub(super) fn decode(&mut self, args: &[bytes::Bytes], out: &mut BytesMut) {
+    /// a map (field/value pairs in RESP2, what `HGETALL` returns, so clients read it into a
+    /// map either way).
+    pub(super) fn decode(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let Some(id) = args.get(1).and_then(|a| reply::parse_u64(a)) else {
             return encode::error(out, NOT_AN_INTEGER);
         };
@@ -143,28 +207,29 @@ impl Session {
         ];
         let present = optional.iter().filter(|(_, v)| v.is_some()).count()
             + usize::from(decoded.id_space.is_some());
-        encode::array_header(out, 2 * (6 + present));
+        let format = self.format;
+        encode::map_header(out, self.protocol, 6 + present);
         encode::bulk(out, b"id");
-        reply::id(out, id);
+        reply::id(out, id, format);
         encode::bulk(out, b"layout");
         encode::bulk(out, decoded.layout.as_bytes());
         encode::bulk(out, b"time");
         encode::bulk(out, decoded.time.as_bytes());
         encode::bulk(out, b"unix_ms");
-        reply::id(out, decoded.unix_ms);
+        reply::id(out, decoded.unix_ms, IdFormat::Integer);
         encode::bulk(out, b"tick");
-        reply::id(out, decoded.tick);
+        reply::id(out, decoded.tick, IdFormat::Integer);
         for (field, value) in optional {
             if let Some(value) = value {
                 encode::bulk(out, field.as_bytes());
-                reply::id(out, value);
+                reply::id(out, value, IdFormat::Integer);
             }
         }
         encode::bulk(out, b"seq");
-        reply::id(out, decoded.seq);
+        reply::id(out, decoded.seq, IdFormat::Integer);
         if let Some(version) = decoded.id_space {
             encode::bulk(out, b"id_space");
-            reply::id(out, version);
+            reply::id(out, version, IdFormat::Integer);
         }
     }
 }

@@ -1,4 +1,11 @@
 //! `INFO`: the sections Redis clients and tools read, with idmint's own.
+//!
+//! Clients parse more of `INFO` than one would think: some check `role:master` in
+//! `replication` before writing, `cluster_enabled` to choose a cluster client, `loading` in
+//! `persistence` before their first command, `redis_version` to choose features. Every
+//! default section of Redis 7 is here, with the values a standalone primary without
+//! persistence, replicas or modules reports (idmint's durability is its store's), then
+//! `idmint`: the layout, the worker lease and the segment buffers.
 
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
@@ -15,6 +22,21 @@ const REDIS_VERSION: &str = "7.0.0";
 /// idmint's version.
 pub(super) const IDMINT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// The sections `INFO` (or `INFO default`) answers, in Redis' order, then idmint's.
+const DEFAULT_SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+    "idmint",
+];
+
 /// Appends an `INFO` section: `# Title`, `key:value` lines, a blank line; CRLF line endings.
 fn section(text: &mut String, title: &str, fields: &[(&str, String)]) {
     let _ = write!(text, "# {title}\r\n");
@@ -24,9 +46,38 @@ fn section(text: &mut String, title: &str, fields: &[(&str, String)]) {
     text.push_str("\r\n");
 }
 
+/// This process' resident memory in bytes, from `/proc/self/status` (0 where there is none).
+fn resident_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kib.checked_mul(1024)
+        })
+        .unwrap_or(0)
+}
+
+/// Bytes as Redis' `*_human` fields show them (`1.50M`).
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "K", "M", "G"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{value:.2}{}", UNITS[unit])
+    }
+}
+
 impl Session {
-    /// `INFO [section ...]`: `server`, `clients`, `stats`, `keyspace` and `idmint` (the
-    /// layout, the worker lease and the segment buffers); all of them by default.
+    /// `INFO [section ...]`: the default sections (see [`DEFAULT_SECTIONS`]) without an
+    /// argument or with `default`, `all` or `everything`; otherwise the ones named. A verbatim
+    /// string in RESP3, a bulk string in RESP2, as Redis answers.
     pub(super) fn info(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let wanted: Vec<String> = args
             .get(1..)
@@ -38,7 +89,9 @@ impl Session {
             || wanted
                 .iter()
                 .any(|s| matches!(s.as_str(), "all" | "everything" | "default"));
-        let want = |section: &str| all || wanted.iter().any(|s| s == section);
+        let want = |section: &str| {
+            (all && DEFAULT_SECTIONS.contains(&section)) || wanted.iter().any(|s| s == section)
+        };
         let shared = &self.shared;
         let mut text = String::new();
         if want("server") {
@@ -48,6 +101,8 @@ impl Session {
                 "Server",
                 &[
                     ("redis_version", REDIS_VERSION.to_owned()),
+                    ("redis_git_sha1", "00000000".to_owned()),
+                    ("redis_git_dirty", "0".to_owned()),
                     ("redis_mode", "standalone".to_owned()),
                     ("server_name", "idmint".to_owned()),
                     ("idmint_version", IDMINT_VERSION.to_owned()),
@@ -63,6 +118,8 @@ impl Session {
                     ),
                     ("uptime_in_seconds", uptime.to_string()),
                     ("uptime_in_days", (uptime / 86_400).to_string()),
+                    ("run_id", shared.run_id.clone()),
+                    ("io_threads_active", "0".to_owned()),
                 ],
             );
         }
@@ -75,7 +132,45 @@ impl Session {
                         "connected_clients",
                         shared.connected.load(Ordering::Relaxed).to_string(),
                     ),
+                    ("cluster_connections", "0".to_owned()),
                     ("maxclients", shared.options.max_connections.to_string()),
+                    ("blocked_clients", "0".to_owned()),
+                    ("tracking_clients", "0".to_owned()),
+                ],
+            );
+        }
+        if want("memory") {
+            let resident = resident_bytes();
+            section(
+                &mut text,
+                "Memory",
+                &[
+                    ("used_memory", resident.to_string()),
+                    ("used_memory_human", human(resident)),
+                    ("used_memory_rss", resident.to_string()),
+                    ("used_memory_rss_human", human(resident)),
+                    ("maxmemory", "0".to_owned()),
+                    ("maxmemory_human", "0B".to_owned()),
+                    ("maxmemory_policy", "noeviction".to_owned()),
+                    ("mem_allocator", "libc".to_owned()),
+                ],
+            );
+        }
+        if want("persistence") {
+            // Nothing is kept in memory that a snapshot would save: every range and lease is
+            // durable in the store before it is used.
+            section(
+                &mut text,
+                "Persistence",
+                &[
+                    ("loading", "0".to_owned()),
+                    ("async_loading", "0".to_owned()),
+                    ("rdb_changes_since_last_save", "0".to_owned()),
+                    ("rdb_bgsave_in_progress", "0".to_owned()),
+                    ("rdb_last_bgsave_status", "ok".to_owned()),
+                    ("aof_enabled", "0".to_owned()),
+                    ("aof_rewrite_in_progress", "0".to_owned()),
+                    ("aof_last_write_status", "ok".to_owned()),
                 ],
             );
         }
@@ -97,8 +192,51 @@ impl Session {
                             .load(Ordering::Relaxed)
                             .to_string(),
                     ),
+                    ("expired_keys", "0".to_owned()),
+                    ("evicted_keys", "0".to_owned()),
+                    ("keyspace_hits", "0".to_owned()),
+                    ("keyspace_misses", "0".to_owned()),
                 ],
             );
+        }
+        if want("replication") {
+            // Every node is a primary of its own; no node replicates another.
+            section(
+                &mut text,
+                "Replication",
+                &[
+                    ("role", "master".to_owned()),
+                    ("connected_slaves", "0".to_owned()),
+                    ("master_failover_state", "no-failover".to_owned()),
+                    ("master_replid", shared.run_id.clone()),
+                    ("master_replid2", "0".repeat(40)),
+                    ("master_repl_offset", "0".to_owned()),
+                    ("second_repl_offset", "-1".to_owned()),
+                    ("repl_backlog_active", "0".to_owned()),
+                    ("repl_backlog_size", "0".to_owned()),
+                    ("repl_backlog_first_byte_offset", "0".to_owned()),
+                    ("repl_backlog_histlen", "0".to_owned()),
+                ],
+            );
+        }
+        if want("modules") {
+            section(&mut text, "Modules", &[]);
+        }
+        if want("errorstats") {
+            section(&mut text, "Errorstats", &[]);
+        }
+        if want("cluster") {
+            section(&mut text, "Cluster", &[("cluster_enabled", "0".to_owned())]);
+        }
+        if want("keyspace") {
+            // The tags this node has loaded, as `DBSIZE` counts them.
+            let tags = shared.ids.segments().len();
+            let keys = if tags == 0 {
+                Vec::new()
+            } else {
+                vec![("db0", format!("keys={tags},expires=0,avg_ttl=0"))]
+            };
+            section(&mut text, "Keyspace", &keys);
         }
         if want("idmint") {
             let ids = &shared.ids;
@@ -130,11 +268,8 @@ impl Session {
             }
             section(&mut text, "Idmint", &fields);
         }
-        if want("keyspace") {
-            section(&mut text, "Keyspace", &[]);
-        }
         // Redis ends the reply without the last blank line.
         let body = text.strip_suffix("\r\n").unwrap_or(&text);
-        encode::bulk(out, body.as_bytes());
+        encode::verbatim(out, self.protocol, body.as_bytes());
     }
 }

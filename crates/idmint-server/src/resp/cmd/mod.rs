@@ -5,12 +5,24 @@
 //! |---|---|
 //! | `INCR tag` | the next segment ID of `tag` |
 //! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken) |
-//! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k]` | one snowflake; with `COUNT`, an array of `n` |
-//! | `IDMINT.NEXT tag [COUNT n]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
-//! | `IDMINT.DECODE id` | field/value pairs: `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
+//! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f]` | one snowflake; with `COUNT`, an array of `n` |
+//! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
+//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
+//! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
+//! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
+//!
+//! `FORMAT STRING` (per command) and `IDMINT.FORMAT STRING` (per connection) send IDs as bulk
+//! strings, for JavaScript clients that lose integers above 2^53.
 //!
 //! The connection and server commands stock clients send are in `auth` (`AUTH`, `HELLO`),
-//! `client`, `command`, `config`, `info` and `connection` (`PING`, `SELECT`, `RESET`).
+//! `client`, `command`, `config`, `info`, `connection` (`PING`, `SELECT`, `RESET`), `server`
+//! (`ROLE`, `TIME`, `DBSIZE`) and `transaction` (`MULTI`, `EXEC`, `DISCARD`, `WATCH`,
+//! `UNWATCH`).
+//!
+//! Dispatch follows Redis' order: an unknown command, a wrong number of arguments, or a
+//! command before `AUTH` is refused first; inside `MULTI` such a refusal also dooms the
+//! transaction (`EXEC` then answers `-EXECABORT` and runs nothing), and every other command
+//! but the transaction commands, `QUIT` and `RESET` is queued (`+QUEUED`) and runs at `EXEC`.
 
 use bytes::BytesMut;
 use idmint_resp::{encode, Command};
@@ -22,6 +34,10 @@ mod config;
 mod connection;
 mod ids;
 mod info;
+mod server;
+mod transaction;
+
+pub(super) use self::transaction::Transaction;
 
 use super::connection::{Flow, Session};
 use super::reply;
@@ -34,6 +50,8 @@ pub(super) enum Kind {
     Snowflake,
     Next,
     Decode,
+    Format,
+    Get,
     Ping,
     Echo,
     Hello,
@@ -45,6 +63,24 @@ pub(super) enum Kind {
     Select,
     Quit,
     Reset,
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
+    Role,
+    Time,
+    DbSize,
+}
+
+impl Kind {
+    /// Whether the command runs at once inside `MULTI` rather than being queued, as in Redis.
+    fn runs_inside_multi(self) -> bool {
+        matches!(
+            self,
+            Kind::Multi | Kind::Exec | Kind::Discard | Kind::Watch | Kind::Quit | Kind::Reset
+        )
+    }
 }
 
 /// One command as `COMMAND` describes it, and how dispatch treats it.
@@ -69,6 +105,9 @@ const NO_AUTH: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
 const CONN: &[&str] = &["@fast", "@connection"];
 const STALE_OK: &[&str] = &["noscript", "loading", "stale"];
 const SLOW_CONN: &[&str] = &["@slow", "@connection"];
+const TX_FLAGS: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
+const TX: &[&str] = &["@fast", "@transaction"];
+const READ: &[&str] = &["readonly", "fast"];
 
 /// Every command idmint answers, `INCR` first: dispatch scans this table in order.
 #[rustfmt::skip]
@@ -78,7 +117,9 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], false),
     spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], false),
     spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], false),
-    spec(Kind::Decode, "idmint.decode", 2, &["readonly", "fast"], 0, &["@read", "@fast"], false),
+    spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], false),
+    spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, false),
+    spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], false),
     spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, true),
     spec(Kind::Echo, "echo", 2, &["fast"], 0, CONN, false),
     spec(Kind::Hello, "hello", -1, NO_AUTH, 0, CONN, true),
@@ -90,6 +131,14 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::Select, "select", 2, &["loading", "stale", "fast"], 0, &["@fast"], false),
     spec(Kind::Quit, "quit", -1, NO_AUTH, 0, CONN, true),
     spec(Kind::Reset, "reset", 1, NO_AUTH, 0, CONN, true),
+    spec(Kind::Multi, "multi", 1, TX_FLAGS, 0, TX, false),
+    spec(Kind::Exec, "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], 0, &["@slow", "@transaction"], false),
+    spec(Kind::Discard, "discard", 1, TX_FLAGS, 0, TX, false),
+    spec(Kind::Watch, "watch", -2, TX_FLAGS, 1, TX, false),
+    spec(Kind::Unwatch, "unwatch", 1, TX_FLAGS, 0, TX, false),
+    spec(Kind::Role, "role", 1, &["noscript", "loading", "stale", "fast"], 0, &["@admin", "@fast", "@dangerous"], false),
+    spec(Kind::Time, "time", 1, &["loading", "stale", "fast"], 0, &["@fast"], false),
+    spec(Kind::DbSize, "dbsize", 1, READ, 0, &["@keyspace", "@read", "@fast"], false),
 ];
 
 #[allow(clippy::too_many_arguments)]
@@ -196,7 +245,7 @@ impl Session {
     /// `None` means: run it with [`execute`](Self::execute).
     #[inline]
     pub(super) fn execute_now(&mut self, command: &Command, out: &mut BytesMut) -> Option<Flow> {
-        if !self.authenticated {
+        if !self.authenticated || self.transaction.is_some() {
             return None;
         }
         match command.args() {
@@ -204,12 +253,12 @@ impl Session {
                 let entry = self.tags.get(tag)?;
                 let id = entry.buffer.try_next()?;
                 entry.issued(1);
-                reply::id(out, id);
+                reply::id(out, id, self.format);
             }
             [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
                 let id = self.shared.ids.try_snowflake()?;
                 self.snowflakes_pending += 1;
-                reply::id(out, id);
+                reply::id(out, id, self.format);
             }
             _ => return None,
         }
@@ -229,14 +278,21 @@ impl Session {
                 return Flow::Close;
             }
             unknown_command(out, command);
+            self.doom_transaction();
             return Flow::Continue;
         };
         if !arity_ok(spec.arity, command.len()) {
             wrong_arity(out, spec.name);
+            self.doom_transaction();
             return Flow::Continue;
         }
         if !self.authenticated && !spec.before_auth {
             encode::error(out, "NOAUTH Authentication required.");
+            self.doom_transaction();
+            return Flow::Continue;
+        }
+        if self.transaction.is_some() && !spec.kind.runs_inside_multi() {
+            self.queue(command, out);
             return Flow::Continue;
         }
         let args = command.args();
@@ -246,6 +302,8 @@ impl Session {
             Kind::Snowflake => self.snowflake(args, out).await,
             Kind::Next => self.next(args, out).await,
             Kind::Decode => self.decode(args, out),
+            Kind::Format => self.format(args, out),
+            Kind::Get => self.get(args, out),
             Kind::Ping => self.ping(args, out),
             Kind::Echo => encode::bulk(out, args.get(1).map_or(&[][..], |a| a)),
             Kind::Hello => self.hello(args, out),
@@ -256,6 +314,14 @@ impl Session {
             Kind::Info => self.info(args, out),
             Kind::Select => self.select(args, out),
             Kind::Reset => self.reset(out),
+            Kind::Multi => self.multi(out),
+            Kind::Exec => self.exec(out),
+            Kind::Discard => self.discard(out),
+            Kind::Watch => self.watch(out),
+            Kind::Unwatch => encode::ok(out),
+            Kind::Role => self.role(out),
+            Kind::Time => self.time(out),
+            Kind::DbSize => self.dbsize(out),
             Kind::Quit => {
                 encode::ok(out);
                 return Flow::Close;

@@ -1,0 +1,36 @@
+//! `ROLE`, `TIME`, `DBSIZE`: what clients and tools probe a server with.
+
+use bytes::BytesMut;
+use idmint_resp::encode;
+
+use crate::resp::connection::Session;
+
+impl Session {
+    /// `ROLE`: idmint nodes are independent primaries with no replicas (`master`, offset 0, no
+    /// replicas), which is what clients that check the role before writing look for.
+    pub(super) fn role(&mut self, out: &mut BytesMut) {
+        encode::array_header(out, 3);
+        encode::bulk(out, b"master");
+        encode::integer(out, 0);
+        encode::array_header(out, 0);
+    }
+
+    /// `TIME`: seconds and microseconds since the Unix epoch, as two bulk strings, from the
+    /// clock the snowflakes are made with (millisecond precision: the microseconds are the
+    /// milliseconds times 1,000).
+    pub(super) fn time(&mut self, out: &mut BytesMut) {
+        let now_ms = self.shared.ids.clock().now_ms();
+        let seconds = i64::try_from(now_ms / 1_000).unwrap_or(i64::MAX);
+        let micros = i64::try_from(now_ms % 1_000 * 1_000).unwrap_or(0);
+        encode::array_header(out, 2);
+        encode::bulk_integer(out, seconds);
+        encode::bulk_integer(out, micros);
+    }
+
+    /// `DBSIZE`: how many tags this node has loaded (the keys `GET` can read here); the store
+    /// may hold more.
+    pub(super) fn dbsize(&mut self, out: &mut BytesMut) {
+        let tags = self.shared.ids.segments().len();
+        encode::integer(out, i64::try_from(tags).unwrap_or(i64::MAX));
+    }
+}
