@@ -24,6 +24,8 @@ pub(super) struct Shared {
     pub(super) connected: AtomicUsize,
     pub(super) total_connections: AtomicU64,
     pub(super) rejected_connections: AtomicU64,
+    /// Bytes held by the open transactions of every connection (see `cmd::transaction`).
+    pub(super) queued_bytes: Arc<AtomicUsize>,
     /// Commands run, added once per batch of pipelined commands (not per command, so that
     /// connections on different cores do not fight over one cache line).
     pub(super) total_commands: AtomicU64,
@@ -41,6 +43,7 @@ impl Shared {
             connected: AtomicUsize::new(0),
             total_connections: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
+            queued_bytes: Arc::new(AtomicUsize::new(0)),
             total_commands: AtomicU64::new(0),
         }
     }

@@ -658,16 +658,16 @@ async fn leaf_paths_answer_like_leaf() {
         "method_not_allowed",
     )
     .await;
-    let next: u64 = server
-        .get("/api/segment/get/leaf-tag")
-        .await
-        .text()
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let next = plain_id(&server, "/api/segment/get/leaf-tag").await;
     assert_eq!(next, previous + 1, "OPTIONS or TRACE took an ID");
     server.stop().await;
+}
+
+/// The ID a Leaf route answers as plain text.
+async fn plain_id(server: &Server, path: &str) -> u64 {
+    let text = server.get(path).await.text().await.unwrap();
+    text.parse()
+        .unwrap_or_else(|_| panic!("{path} answered {text}"))
 }
 
 /// `HEAD` answers with the headers of a `GET` and never takes an ID, on every route that
@@ -677,14 +677,7 @@ async fn head_never_takes_an_id() {
     let server = Server::start(Setup::default()).await;
     let first = ok_json(server.get("/v1/segment/probed").await).await;
     let first: u64 = first["ids"][0].as_str().unwrap().parse().unwrap();
-    let snowflake: u64 = server
-        .get("/api/snowflake/get/x")
-        .await
-        .text()
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let snowflake = plain_id(&server, "/api/snowflake/get/x").await;
     for path in [
         "/v1/segment/probed",
         "/v1/segment/never-created",
@@ -706,14 +699,7 @@ async fn head_never_takes_an_id() {
         (first + 1).to_string(),
         "HEAD took segment IDs"
     );
-    let later: u64 = server
-        .get("/api/snowflake/get/x")
-        .await
-        .text()
-        .await
-        .unwrap()
-        .parse()
-        .unwrap();
+    let later = plain_id(&server, "/api/snowflake/get/x").await;
     assert!(later > snowflake);
     // HEAD created no tag either.
     let tags: Vec<String> = server
