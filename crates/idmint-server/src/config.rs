@@ -389,6 +389,20 @@ impl ServeConfig {
                 reason: "must be 1 to 255 bytes".into(),
             });
         }
+        // An empty token (say `IDMINT_ADMIN_TOKEN=` left blank in a unit file) must not turn
+        // authentication off without a word: it is refused, and no token means unset.
+        if layers
+            .admin_token
+            .as_deref()
+            .is_some_and(|token| token.trim().is_empty())
+        {
+            return Err(ServerError::Config {
+                setting: "admin-token".into(),
+                reason: "is empty, which would turn authentication off; give a token, or \
+                         unset it to run without one"
+                    .into(),
+            });
+        }
         let default_step = defaulted(layers.default_step, "default-step")?;
         if default_step == 0 {
             return Err(ServerError::Config {
@@ -428,7 +442,7 @@ impl ServeConfig {
             datacenter: defaulted(layers.datacenter, "datacenter")?,
             worker_id,
             node_name,
-            admin_token: layers.admin_token.filter(|token| !token.is_empty()),
+            admin_token: layers.admin_token,
             auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
             allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
@@ -647,6 +661,15 @@ mod tests {
             }),
             "default-step"
         );
+        for empty in ["", "  "] {
+            assert_eq!(
+                bad(PartialConfig {
+                    admin_token: Some(empty.into()),
+                    ..Default::default()
+                }),
+                "admin-token"
+            );
+        }
         assert_eq!(
             bad(PartialConfig {
                 lease_ttl: Some(Duration::from_secs(1)),

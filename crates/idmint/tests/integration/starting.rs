@@ -279,7 +279,7 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
     let folder = fresh_folder("bad-settings");
     let store = format!("sqlite://{}/idmint.db", folder.display());
     // Each refused with exit status 2 and a line naming the setting.
-    let cases: [(&[&str], &[&str]); 5] = [
+    let cases: [(&[&str], &[&str]); 6] = [
         (
             &["--layout", ONE_WORKER, "--worker-id", "1"],
             &["--worker-id: 1 given but the layout has no `worker` field"],
@@ -302,6 +302,8 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
             &["--http", "localhost"],
             &["invalid value 'localhost' for '--http <ADDR>'"],
         ),
+        // An empty token must not turn authentication off without a word.
+        (&["--admin-token", ""], &["--admin-token: is empty"]),
     ];
     for (args, needles) in cases {
         let mut all = vec!["--store", store.as_str()];
