@@ -200,6 +200,21 @@ pub enum Error {
     #[error("unknown tag `{0}`")]
     UnknownTag(String),
 
+    /// This node already serves as many tags as it may (`--max-tags`): the tag is neither
+    /// created nor loaded. Not retryable: it takes a higher limit (or fewer tags), which keeps
+    /// a client inventing tag names from growing the node's memory, metrics and store rows
+    /// without bound.
+    #[error(
+        "too many tags: this node serves at most {limit} and `{tag}` would be one more; \
+         raise --max-tags or reuse a tag"
+    )]
+    TooManyTags {
+        /// The tag refused.
+        tag: String,
+        /// The limit.
+        limit: usize,
+    },
+
     /// The tag already exists (on create).
     #[error("tag `{0}` already exists")]
     TagExists(String),

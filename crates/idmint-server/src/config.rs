@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use idmint_core::{Layout, SnowflakeConfig};
 
+use crate::auth::TokenSources;
 use crate::error::ServerError;
 use crate::ids::{ClockPolicy, IdsConfig, LeaseConfig, SegmentOptions};
 
@@ -66,7 +67,10 @@ pub struct PartialConfig {
     #[arg(long, value_name = "NAME", env = "IDMINT_NODE_NAME")]
     pub node_name: Option<String>,
 
-    /// Token required by admin routes (Authorization: Bearer) and Redis AUTH. [default: none]
+    /// Token of the admin scope (everything), for HTTP (Authorization: Bearer) and the Redis
+    /// protocol (AUTH). Prefer --admin-token-file or --tokens-file: a flag shows in the process
+    /// list. With any token set, nothing but health checks is served without one.
+    /// [default: none]
     #[arg(
         long,
         value_name = "TOKEN",
@@ -74,6 +78,57 @@ pub struct PartialConfig {
         hide_env_values = true
     )]
     pub admin_token: Option<String>,
+
+    /// File holding the admin token (its only line), e.g. a systemd credential or a
+    /// Kubernetes secret.
+    #[arg(long, value_name = "FILE", env = "IDMINT_ADMIN_TOKEN_FILE")]
+    pub admin_token_file: Option<PathBuf>,
+
+    /// TOML file of scoped tokens ([[token]] with name, scope = admin|mint|metrics, optional
+    /// tag patterns, and the secret or its sha256); reloaded on SIGHUP. See SECURITY.md.
+    #[arg(long, value_name = "FILE", env = "IDMINT_TOKENS_FILE")]
+    pub tokens_file: Option<PathBuf>,
+
+    /// Certificate chain (PEM) for TLS on both listeners; with --tls-key. Reloaded on SIGHUP.
+    /// [default: none, plain TCP]
+    #[arg(long, value_name = "FILE", env = "IDMINT_TLS_CERT")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// Private key (PEM) of --tls-cert.
+    #[arg(long, value_name = "FILE", env = "IDMINT_TLS_KEY")]
+    pub tls_key: Option<PathBuf>,
+
+    /// Most connections each listener serves at once; one beyond it is refused.
+    #[arg(long, value_name = "N", env = "IDMINT_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+
+    /// Most connections one client address may hold on each listener; 0: no limit.
+    #[arg(long, value_name = "N", env = "IDMINT_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<usize>,
+
+    /// How long a new connection has to authenticate (with tokens) or send its first request
+    /// (without), TLS handshake included, before it is closed.
+    #[arg(long, value_name = "DURATION", env = "IDMINT_AUTH_TIMEOUT", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub auth_timeout: Option<Duration>,
+
+    /// Close connections idle for longer than this; 0: never (as Redis' `timeout 0`).
+    #[arg(long, value_name = "DURATION", env = "IDMINT_IDLE_TIMEOUT", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub idle_timeout: Option<Duration>,
+
+    /// Most tags this node serves; creating (or loading) one more is refused with
+    /// `too_many_tags`.
+    #[arg(long, value_name = "N", env = "IDMINT_MAX_TAGS")]
+    pub max_tags: Option<usize>,
+
+    /// Most IDs one request may ask for (HTTP `count`, RESP `COUNT` and `INCRBY`).
+    #[arg(long, value_name = "N", env = "IDMINT_MAX_COUNT")]
+    pub max_count: Option<u64>,
+
+    /// Largest segment lease one request may take (`POST /v1/segment/{tag}/lease?size=N`).
+    #[arg(long, value_name = "N", env = "IDMINT_MAX_LEASE_SIZE")]
+    pub max_lease_size: Option<u64>,
 
     /// Create unknown tags on first use.
     #[arg(long, value_name = "BOOL", env = "IDMINT_AUTO_CREATE_TAGS")]
@@ -218,6 +273,13 @@ impl PartialConfig {
             hwm_lead: Some(lease.hwm_lead),
             max_lead: Some(generator.max_lead),
             max_wait: Some(generator.max_wait),
+            max_connections: Some(10_000),
+            max_connections_per_address: Some(1_000),
+            auth_timeout: Some(Duration::from_secs(5)),
+            idle_timeout: Some(Duration::ZERO),
+            max_tags: Some(SegmentOptions::default().max_tags),
+            max_count: Some(10_000),
+            max_lease_size: Some(1_000_000),
             ..Self::default()
         }
     }
@@ -245,14 +307,23 @@ impl PartialConfig {
             };
             let line_start = text[..span.start].rfind('\n').map_or(0, |at| at + 1);
             let line = text[..span.start].matches('\n').count() + 1;
+            // The key of the line, when it looks like one (a bare TOML key, not a value).
             let key = text[line_start..]
                 .split(['=', '\n'])
                 .next()
                 .map(str::trim)
-                .filter(|key| Self::setting_names().any(|name| name == *key));
+                .filter(|key| {
+                    (1..=64).contains(&key.len())
+                        && key
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+                });
+            let message = without_quoted_values(e.message(), |quoted| {
+                Self::setting_names().any(|name| name == quoted)
+            });
             match key {
-                Some(key) => error(format!("line {line}, `{key}`: {}", e.message())),
-                None => error(format!("line {line}: {}", e.message())),
+                Some(key) => error(format!("line {line}, `{key}`: {message}")),
+                None => error(format!("line {line}: {message}")),
             }
         })
     }
@@ -295,6 +366,30 @@ impl PartialConfig {
             _ => serde_json::Map::new(),
         }
     }
+}
+
+/// `message` (a TOML or serde error) with each value it quotes between backticks or double
+/// quotes replaced by `…`, unless `known` says it is a name of the file's format (a setting,
+/// a field, a variant): "unknown variant `s3cret`" could otherwise print a secret written
+/// under the wrong key or in the wrong form.
+pub(crate) fn without_quoted_values(message: &str, known: impl Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(open) = rest.find(['`', '"']) {
+        let quote = rest[open..].chars().next().unwrap_or('`');
+        out.push_str(&rest[..=open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(quote) else {
+            out.push('…');
+            return out;
+        };
+        let quoted = &after[..close];
+        out.push_str(if known(quoted) { quoted } else { "…" });
+        out.push(quote);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `command` (the `serve` subcommand, or any command holding [`PartialConfig`]) with each
@@ -340,8 +435,18 @@ pub struct ServeConfig {
     pub worker_id: Option<u64>,
     /// Node name.
     pub node_name: String,
-    /// Admin token.
-    pub admin_token: Option<String>,
+    /// Where the tokens come from.
+    pub tokens: TokenSources,
+    /// TLS certificate and key files, when TLS is on.
+    pub tls: Option<TlsFiles>,
+    /// Bounds on each listener's connections.
+    pub limits: ConnectionLimits,
+    /// Most IDs one request may ask for.
+    pub max_count: u64,
+    /// Largest segment lease.
+    pub max_lease_size: u64,
+    /// Most tags served.
+    pub max_tags: usize,
     /// Create unknown tags on first use.
     pub auto_create_tags: bool,
     /// Step of tags created on first use.
@@ -389,19 +494,56 @@ impl ServeConfig {
                 reason: "must be 1 to 255 bytes".into(),
             });
         }
-        // An empty token (say `IDMINT_ADMIN_TOKEN=` left blank in a unit file) must not turn
-        // authentication off without a word: it is refused, and no token means unset.
-        if layers
-            .admin_token
-            .as_deref()
-            .is_some_and(|token| token.trim().is_empty())
-        {
-            return Err(ServerError::Config {
-                setting: "admin-token".into(),
-                reason: "is empty, which would turn authentication off; give a token, or \
-                         unset it to run without one"
+        let tls = match (layers.tls_cert, layers.tls_key) {
+            (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+            (None, None) => None,
+            (cert, _) => {
+                return Err(ServerError::Config {
+                    setting: if cert.is_some() {
+                        "tls-key"
+                    } else {
+                        "tls-cert"
+                    }
                     .into(),
-            });
+                    reason: "--tls-cert and --tls-key go together: give both or neither".into(),
+                })
+            }
+        };
+        let limits = ConnectionLimits {
+            max_connections: defaulted(layers.max_connections, "max-connections")?,
+            per_address: defaulted(
+                layers.max_connections_per_address,
+                "max-connections-per-address",
+            )?,
+            auth_timeout: defaulted(layers.auth_timeout, "auth-timeout")?,
+            idle_timeout: Some(defaulted(layers.idle_timeout, "idle-timeout")?)
+                .filter(|idle| !idle.is_zero()),
+        };
+        for (setting, zero) in [
+            ("max-connections", limits.max_connections == 0),
+            ("auth-timeout", limits.auth_timeout.is_zero()),
+        ] {
+            if zero {
+                return Err(ServerError::Config {
+                    setting: setting.into(),
+                    reason: "must be above 0".into(),
+                });
+            }
+        }
+        let max_count = defaulted(layers.max_count, "max-count")?;
+        let max_lease_size = defaulted(layers.max_lease_size, "max-lease-size")?;
+        let max_tags = defaulted(layers.max_tags, "max-tags")?;
+        for (setting, zero) in [
+            ("max-count", max_count == 0),
+            ("max-lease-size", max_lease_size == 0),
+            ("max-tags", max_tags == 0),
+        ] {
+            if zero {
+                return Err(ServerError::Config {
+                    setting: setting.into(),
+                    reason: "must be at least 1".into(),
+                });
+            }
         }
         let default_step = defaulted(layers.default_step, "default-step")?;
         if default_step == 0 {
@@ -442,7 +584,16 @@ impl ServeConfig {
             datacenter: defaulted(layers.datacenter, "datacenter")?,
             worker_id,
             node_name,
-            admin_token: layers.admin_token,
+            tokens: TokenSources {
+                admin_token: layers.admin_token,
+                admin_token_file: layers.admin_token_file,
+                tokens_file: layers.tokens_file,
+            },
+            tls,
+            limits,
+            max_count,
+            max_lease_size,
+            max_tags,
             auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
             allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
@@ -468,8 +619,42 @@ impl ServeConfig {
             segments: SegmentOptions {
                 auto_create_tags: self.auto_create_tags,
                 default_step: self.default_step,
+                max_tags: self.max_tags,
                 ..SegmentOptions::default()
             },
+        }
+    }
+}
+
+/// The certificate chain and private key of TLS, PEM files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// `--tls-cert`.
+    pub cert: PathBuf,
+    /// `--tls-key`.
+    pub key: PathBuf,
+}
+
+/// Bounds on the connections of each listener (HTTP and the Redis protocol alike).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// Most connections served at once.
+    pub max_connections: usize,
+    /// Most connections from one address; 0: no limit.
+    pub per_address: usize,
+    /// How long a new connection has to authenticate (or send its first request).
+    pub auth_timeout: Duration,
+    /// Idle connections are closed after this; `None`: never.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 10_000,
+            per_address: 0,
+            auth_timeout: Duration::from_secs(5),
+            idle_timeout: None,
         }
     }
 }
@@ -662,14 +847,34 @@ mod tests {
             "default-step"
         );
         for empty in ["", "  "] {
-            assert_eq!(
-                bad(PartialConfig {
+            let config = ServeConfig::resolve(
+                PartialConfig {
                     admin_token: Some(empty.into()),
                     ..Default::default()
-                }),
-                "admin-token"
-            );
+                },
+                PartialConfig::default(),
+                "h",
+            )
+            .unwrap();
+            assert!(matches!(
+                config.tokens.load(),
+                Err(ServerError::Config { setting, .. }) if setting == "admin-token"
+            ));
         }
+        assert_eq!(
+            bad(PartialConfig {
+                tls_cert: Some("cert.pem".into()),
+                ..Default::default()
+            }),
+            "tls-key"
+        );
+        assert_eq!(
+            bad(PartialConfig {
+                auth_timeout: Some(Duration::ZERO),
+                ..Default::default()
+            }),
+            "auth-timeout"
+        );
         assert_eq!(
             bad(PartialConfig {
                 lease_ttl: Some(Duration::from_secs(1)),
@@ -690,6 +895,7 @@ mod tests {
             ("clock_policy = \"panic\"", "clock_policy"),
             ("\nhwm_lead = \"ten seconds\"", "hwm_lead"),
             ("colour = \"blue\"", "colour"),
+            ("clock_policy = \"s3cret\"", "clock_policy"),
         ] {
             let reason = file_error(text);
             assert!(reason.starts_with("ids.toml: line "), "{reason}");
@@ -714,6 +920,8 @@ mod tests {
             "admin_token = \"s3cret\" x",
             "oops s3cret",
             "http = \"s3cret\"",
+            "clock_policy = \"s3cret\"",
+            "max_tags = \"s3cret\"",
         ] {
             let text = format!("{secrets}{broken}\n");
             let Err(ServerError::Config { reason, .. }) =

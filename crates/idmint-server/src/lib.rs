@@ -6,9 +6,10 @@
 //! ([`config`]) and the start and graceful stop of it all ([`serve`]).
 
 mod accept;
-mod auth;
+pub mod auth;
 pub mod config;
 mod error;
+mod glob;
 pub mod http;
 pub mod id_space;
 pub mod ids;
@@ -18,6 +19,7 @@ pub mod resp;
 pub mod serve;
 pub mod store_calls;
 pub mod store_layer;
+mod tally;
 pub mod telemetry;
 #[cfg(test)]
 mod test_io;

@@ -19,6 +19,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::Auth;
 use crate::config::ServeConfig;
 use crate::error::ServerError;
 use crate::http::{self, ConnectionOptions, HttpOptions};
@@ -41,6 +42,8 @@ pub async fn run(
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
     refuse_exhausted_layout(&layout, clock.as_ref())?;
     check_settings(&config, &layout, clock.now_ms())?;
+    let auth = Arc::new(Auth::new(config.tokens.load()?));
+    warn_if_open(&config, &auth);
     let http_listener = bind("http", "HTTP", config.http).await?;
     let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
     let store_options = StoreOptions {
@@ -61,9 +64,10 @@ pub async fn run(
     let router = http::router(
         Arc::clone(&ids),
         HttpOptions {
-            admin_token: config.admin_token.clone(),
+            auth: Arc::clone(&auth),
+            max_count: config.max_count,
+            max_lease_size: config.max_lease_size,
             metrics,
-            ..HttpOptions::default()
         },
     );
     let io = match config.io_threads {
@@ -74,6 +78,7 @@ pub async fn run(
     };
     let connections = ConnectionOptions {
         io: io.clone(),
+        limits: config.limits.clone(),
         ..ConnectionOptions::default()
     };
     let http_task = tokio::spawn(http::serve_with(
@@ -83,8 +88,10 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     ));
     let resp_options = RespOptions {
-        admin_token: config.admin_token.clone(),
+        auth: Arc::clone(&auth),
         io: io.clone(),
+        max_count: config.max_count,
+        connections: config.limits.clone(),
         ..RespOptions::default()
     };
     let resp_task = tokio::spawn(resp::serve(
@@ -177,6 +184,25 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
     }
     Location::parse(&config.store).map_err(|error| refused("store", error))?;
     Ok(())
+}
+
+/// Warns when a listener takes connections from other machines and no token is configured:
+/// anyone who can reach the port may then take IDs, create tags and read the metrics.
+fn warn_if_open(config: &ServeConfig, auth: &Auth) {
+    if auth.required() {
+        return;
+    }
+    for (setting, address) in [("http", config.http), ("resp", config.resp)] {
+        if !address.ip().is_loopback() {
+            tracing::warn!(
+                listener = setting,
+                %address,
+                "--{setting} listens beyond this machine and no token is configured: anyone \
+                 who can reach it may take IDs, create tags and read the metrics; set \
+                 --tokens-file or --admin-token-file (SECURITY.md)"
+            );
+        }
+    }
 }
 
 /// Installs the Prometheus recorder for the process; a second server in the same process (tests)

@@ -37,6 +37,12 @@ pub const STORE_ERRORS: &str = "idmint_store_errors_total";
 pub const RESP_CONNECTIONS: &str = "idmint_resp_connections";
 /// Counter: Redis-protocol requests refused as malformed (the connection is closed).
 pub const RESP_PROTOCOL_ERRORS: &str = "idmint_resp_protocol_errors_total";
+/// Counter: connections refused or closed by a limit, labels `listener` (`http`, `resp`) and
+/// `reason` (`max_connections`, `per_address`, `auth_timeout`, `idle_timeout`,
+/// `auth_failures`, `tls_handshake`).
+pub const CONNECTIONS_REFUSED: &str = "idmint_connections_refused_total";
+/// Counter: requests with a missing or wrong token, label `listener`.
+pub const AUTH_FAILURES: &str = "idmint_auth_failures_total";
 
 /// Handles registered once, for the hot path.
 #[derive(Debug)]
@@ -117,5 +123,13 @@ pub(crate) fn describe_store_and_resp() {
     metrics::describe_counter!(
         RESP_PROTOCOL_ERRORS,
         "Redis-protocol requests refused as malformed"
+    );
+    metrics::describe_counter!(
+        CONNECTIONS_REFUSED,
+        "Connections refused or closed by a limit, by listener and reason"
+    );
+    metrics::describe_counter!(
+        AUTH_FAILURES,
+        "Requests with a missing or wrong token, by listener"
     );
 }

@@ -24,15 +24,17 @@ pub struct ServerOpts {
     )]
     pub server: String,
 
-    /// Token for the admin routes (tags), if the server has one.
+    /// Token sent to the server (Authorization: Bearer), if it has tokens: of the mint scope
+    /// for `next`, of the admin scope for `tags`.
     #[arg(
         long,
         global = true,
         value_name = "TOKEN",
-        env = "IDMINT_ADMIN_TOKEN",
+        env = "IDMINT_TOKEN",
+        alias = "admin-token",
         hide_env_values = true
     )]
-    pub admin_token: Option<String>,
+    pub token: Option<String>,
 }
 
 /// `idmint next`: IDs from a running server, one per line.
@@ -202,7 +204,7 @@ fn call(
     runtime.block_on(async {
         let client = reqwest::Client::new();
         let mut request = client.request(method, url);
-        if let Some(token) = &server.admin_token {
+        if let Some(token) = &server.token {
             request = request.bearer_auth(token);
         }
         if let Some(body) = body {

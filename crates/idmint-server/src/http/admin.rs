@@ -1,10 +1,7 @@
 //! Admin routes: tags (`GET /v1/tags`, `GET|PUT /v1/tags/{tag}`) and worker leases
-//! (`GET /v1/workers`). When an admin token is set they need `Authorization: Bearer TOKEN`:
-//! no (or a non-Bearer) header is a 401, a wrong token a 403.
+//! (`GET /v1/workers`). With tokens configured they need one of the admin scope (`access`).
 
-use axum::extract::{FromRequestParts, State};
-use axum::http::header::AUTHORIZATION;
-use axum::http::request::Parts;
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -16,52 +13,9 @@ use serde::{Deserialize, Serialize};
 use super::errors::ApiError;
 use super::params::{JsonBody, TagPath};
 use super::state::AppState;
-use crate::auth::secret_eq;
 
 /// Longest description accepted, in bytes.
 const MAX_DESCRIPTION: usize = 1_024;
-
-/// Proof that the request may use the admin routes.
-#[derive(Debug)]
-pub(crate) struct Admin;
-
-impl FromRequestParts<AppState> for Admin {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(expected) = state.admin_token.as_deref() else {
-            return Ok(Admin);
-        };
-        let unauthorized = || {
-            ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "this route needs `Authorization: Bearer <admin token>`",
-            )
-        };
-        let header = parts.headers.get(AUTHORIZATION).ok_or_else(unauthorized)?;
-        let token = bearer_token(header.as_bytes()).ok_or_else(unauthorized)?;
-        if secret_eq(token, expected) {
-            Ok(Admin)
-        } else {
-            Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                "forbidden",
-                "the admin token is wrong",
-            ))
-        }
-    }
-}
-
-/// The token of a `Bearer` authorization (scheme case-insensitive).
-fn bearer_token(header: &[u8]) -> Option<&[u8]> {
-    let scheme = header.get(..7)?;
-    if !scheme.eq_ignore_ascii_case(b"bearer ") {
-        return None;
-    }
-    let token = header.get(7..)?.trim_ascii();
-    (!token.is_empty()).then_some(token)
-}
 
 /// A tag as the API shows it: `max_id` is a string like every ID.
 #[derive(Debug, Serialize)]
@@ -87,10 +41,7 @@ impl From<TagInfo> for TagView {
 }
 
 /// `GET /v1/tags` → `{"tags": [...]}`.
-pub(crate) async fn list_tags(
-    _: Admin,
-    State(state): State<AppState>,
-) -> Result<Response, ApiError> {
+pub(crate) async fn list_tags(State(state): State<AppState>) -> Result<Response, ApiError> {
     let tags = state.ids.store().segments.list_tags().await?;
     let tags: Vec<TagView> = tags.into_iter().map(TagView::from).collect();
     Ok(Json(serde_json::json!({ "tags": tags })).into_response())
@@ -98,7 +49,6 @@ pub(crate) async fn list_tags(
 
 /// `GET /v1/tags/{tag}` → the tag; 404 when it does not exist.
 pub(crate) async fn tag_info(
-    _: Admin,
     State(state): State<AppState>,
     TagPath(tag): TagPath,
 ) -> Result<Response, ApiError> {
@@ -152,7 +102,6 @@ impl TagBody {
 /// tag if it does not exist (201, with the default step unless given), else changes its step
 /// or description (200). `first_id` on an existing tag is a 409.
 pub(crate) async fn put_tag(
-    _: Admin,
     State(state): State<AppState>,
     TagPath(tag): TagPath,
     JsonBody(body): JsonBody<TagBody>,
@@ -200,7 +149,7 @@ pub(crate) async fn put_tag(
 
 /// `GET /v1/workers` → `{"workers": [...], "node": {"worker_id": n, "held": bool}}`: every worker
 /// lease with its HWM, and the one this node holds.
-pub(crate) async fn workers(_: Admin, State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(crate) async fn workers(State(state): State<AppState>) -> Result<Response, ApiError> {
     let leases = state.ids.store().leases.list_leases().await?;
     let keeper = state.ids.keeper();
     Ok(Json(serde_json::json!({
@@ -208,19 +157,4 @@ pub(crate) async fn workers(_: Admin, State(state): State<AppState>) -> Result<R
         "node": { "worker_id": keeper.lease().worker_id, "held": keeper.is_held() },
     }))
     .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bearer_tokens_are_parsed_strictly() {
-        assert_eq!(bearer_token(b"Bearer abc"), Some(&b"abc"[..]));
-        assert_eq!(bearer_token(b"bearer  abc "), Some(&b"abc"[..]));
-        assert_eq!(bearer_token(b"Basic abc"), None);
-        assert_eq!(bearer_token(b"Bearer "), None);
-        assert_eq!(bearer_token(b"Bearer"), None);
-        assert_eq!(bearer_token(b"abc"), None);
-    }
 }

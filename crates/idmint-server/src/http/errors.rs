@@ -81,6 +81,7 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
         Error::TagExists(_) => (StatusCode::CONFLICT, "tag_exists"),
         Error::TagExhausted { .. } => (StatusCode::CONFLICT, "tag_exhausted"),
+        Error::TooManyTags { .. } => (StatusCode::CONFLICT, "too_many_tags"),
         Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
         Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),

@@ -9,14 +9,19 @@
 //!   connections close after it too;
 //! - a request line and headers above [`MAX_HEADER_SIZE`] bytes get `431` (hyper's
 //!   `max_header_size`), so a partial head buffers at most that much per connection;
-//! - at most [`MAX_CONNECTIONS`] connections are served at once; one beyond it is answered
-//!   `503` (`too_many_connections`) and closed, as the Redis-protocol listener does.
+//! - at most [`MAX_CONNECTIONS`] connections are served at once, and at most
+//!   `per_address` from one client address; one beyond is answered `503`
+//!   (`too_many_connections`) and closed, as the Redis-protocol listener does;
+//! - a connection whose first request has not arrived within `auth_timeout` is closed (the
+//!   header timeout alone would let a silent client hold it for 30 s); with an `idle_timeout`
+//!   below the header timeout, idle keep-alive connections close after it.
 //!
 //! `axum::serve` offers none of these settings. Graceful shutdown is hyper-util's: stop
 //! accepting, let each connection finish the request it is serving, close idle ones.
 
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,8 +32,10 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::accept::{Admission, Admitted};
+use crate::accept::{Admission, Admitted, Refusal};
+use crate::config::ConnectionLimits;
 use crate::io_threads::{self, IoThreads};
+use crate::tally::ListenerTallies;
 use crate::telemetry;
 
 /// How long a client may take to send a request line and its headers, counted from when the
@@ -51,8 +58,9 @@ pub struct ConnectionOptions {
     /// See [`MAX_HEADER_SIZE`], the default; hyper needs at least 8 KiB and is given that when
     /// asked for less.
     pub max_header_size: usize,
-    /// See [`MAX_CONNECTIONS`], the default.
-    pub max_connections: usize,
+    /// Most connections (default [`MAX_CONNECTIONS`]) in all and per address, how long the
+    /// first request may take to arrive, and the idle timeout.
+    pub limits: ConnectionLimits,
     /// The threads that serve connections; `None` serves them on the accepting runtime.
     pub io: Option<Arc<IoThreads>>,
 }
@@ -62,7 +70,7 @@ impl Default for ConnectionOptions {
         Self {
             header_read_timeout: HEADER_READ_TIMEOUT,
             max_header_size: MAX_HEADER_SIZE,
-            max_connections: MAX_CONNECTIONS,
+            limits: ConnectionLimits::default(),
             io: None,
         }
     }
@@ -88,18 +96,31 @@ pub async fn serve_with(
 ) -> io::Result<()> {
     /// hyper's smallest read buffer: a smaller head limit would never be reached.
     const HYPER_MIN_BUFFER: usize = 8 * 1024;
+    let limits = options.limits;
+    let header_read_timeout = limits
+        .idle_timeout
+        .map_or(options.header_read_timeout, |idle| {
+            idle.min(options.header_read_timeout)
+        });
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(options.header_read_timeout)
+        .header_read_timeout(header_read_timeout)
         .max_header_size(options.max_header_size.max(HYPER_MIN_BUFFER));
-    let admission = Admission::new("HTTP", options.max_connections, options.io);
+    let tallies = ListenerTallies::start("http");
+    let admission = Admission::new(
+        "HTTP",
+        limits.max_connections,
+        limits.per_address,
+        options.io,
+        Arc::clone(&tallies),
+    );
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         let admitted = tokio::select! {
             () = &mut shutdown => break,
-            admitted = admission.next(&listener, |stream| refuse(stream, admission.limit())) => admitted,
+            admitted = admission.next(&listener, refuse) => admitted,
         };
         let Admitted {
             stream,
@@ -107,9 +128,14 @@ pub async fn serve_with(
             peer,
             permit,
         } = admitted;
-        let service = TowerToHyperService::new(router.clone());
+        let seen = Arc::new(AtomicBool::new(false));
+        let service = FirstRequest {
+            inner: TowerToHyperService::new(router.clone()),
+            seen: Arc::clone(&seen),
+        };
         let builder = builder.clone();
         let watcher = graceful.watcher();
+        let tallies = Arc::clone(&tallies);
         io_threads::spawn_on(&runtime, async move {
             let stream = match stream.attach() {
                 Ok(stream) => stream,
@@ -119,8 +145,21 @@ pub async fn serve_with(
                 }
             };
             let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
+            let mut connection = std::pin::pin!(connection);
+            let first_request_by = tokio::time::sleep(limits.auth_timeout);
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                () = first_request_by, if !seen.load(Ordering::Relaxed) => {
+                    if seen.load(Ordering::Relaxed) {
+                        connection.await
+                    } else {
+                        tallies.auth_timeout.add(peer);
+                        Ok(())
+                    }
+                }
+            };
             // A header read timeout, a malformed request or a peer gone are all ordinary here.
-            if let Err(error) = connection.await {
+            if let Err(error) = ended {
                 tracing::debug!(%peer, %error, "HTTP connection ended");
             }
             drop(permit);
@@ -131,14 +170,36 @@ pub async fn serve_with(
     Ok(())
 }
 
-/// Answers a connection beyond the limit with a `503`; the caller closes it.
-fn refuse(stream: &TcpStream, limit: usize) {
+/// The router's service, noting that a request arrived (the first one ends the connection's
+/// `auth_timeout`).
+#[derive(Clone)]
+struct FirstRequest<S> {
+    inner: S,
+    seen: Arc<AtomicBool>,
+}
+
+impl<S, B> hyper::service::Service<hyper::Request<B>> for FirstRequest<S>
+where
+    S: hyper::service::Service<hyper::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, request: hyper::Request<B>) -> Self::Future {
+        self.seen.store(true, Ordering::Relaxed);
+        self.inner.call(request)
+    }
+}
+
+/// Answers a connection beyond a limit with a `503`; the caller closes it.
+fn refuse(stream: &TcpStream, why: Refusal) {
     const CODE: &str = "too_many_connections";
     telemetry::record_http_error(CODE);
     let body = serde_json::json!({
         "error": {
             "code": CODE,
-            "message": format!("the server is at its limit of {limit} connections; retry later"),
+            "message": why.message(),
         }
     })
     .to_string();
@@ -236,7 +297,10 @@ mod tests {
     #[tokio::test]
     async fn connections_beyond_the_limit_get_503_and_the_slot_frees() -> TestResult {
         let (addr, stop, task) = start(ConnectionOptions {
-            max_connections: 1,
+            limits: ConnectionLimits {
+                max_connections: 1,
+                ..ConnectionLimits::default()
+            },
             ..ConnectionOptions::default()
         })
         .await?;

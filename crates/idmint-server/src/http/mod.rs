@@ -26,8 +26,14 @@
 //! controllers do, and `OPTIONS` with their `Allow` list. `HEAD` never takes an ID: on the
 //! routes that mint it answers 200 with the headers and no body.
 //!
-//! IDs are JSON strings: JavaScript loses integers above 2^53. Admin routes need
-//! `Authorization: Bearer TOKEN` when [`HttpOptions::admin_token`] is set.
+//! IDs are JSON strings: JavaScript loses integers above 2^53.
+//!
+//! # Tokens
+//!
+//! With tokens configured ([`HttpOptions::auth`]), every route but `/healthz` and `/readyz`
+//! needs `Authorization: Bearer TOKEN`: the ID routes (the Leaf ones included) a token of the
+//! mint scope whose tag patterns match the tag, `/metrics` the metrics scope, the admin routes
+//! the admin scope (which also does everything else). See `access`.
 //!
 //! # Errors
 //!
@@ -36,10 +42,10 @@
 //! | Status | Codes |
 //! |---|---|
 //! | 400 | `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_argument` |
-//! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (wrong token) |
+//! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (a token that is not valid, of another scope, or not for the tag) |
 //! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
 //! | 405 | `method_not_allowed` (with `Allow`) |
-//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then) |
+//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then), `too_many_tags` (the node serves `--max-tags` tags already) |
 //! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
 //! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `store_corrupt` (readyz, until restart), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
 //! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `store_corrupt` (the store's data is damaged: restore it from a backup), `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
@@ -64,6 +70,7 @@
 //! Clock divergence is not reachable from [`Ids`] (it does not expose its clock), so the
 //! composition root exports it if it wants it.
 
+mod access;
 mod admin;
 mod encode;
 mod errors;
@@ -90,6 +97,7 @@ pub use self::listener::{
     serve, serve_with, ConnectionOptions, HEADER_READ_TIMEOUT, MAX_CONNECTIONS, MAX_HEADER_SIZE,
 };
 use self::state::AppState;
+use crate::auth::{Auth, Need};
 use crate::ids::Ids;
 
 /// Largest request body accepted (the only body is `PUT /v1/tags/{tag}`'s JSON).
@@ -102,9 +110,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How the HTTP front end behaves.
 #[derive(Clone)]
 pub struct HttpOptions {
-    /// When set, the admin routes (`/v1/tags...`, `/v1/workers`) need
-    /// `Authorization: Bearer <token>`. An empty token counts as none.
-    pub admin_token: Option<String>,
+    /// The tokens; with none configured (the default) every route is open.
+    pub auth: Arc<Auth>,
     /// Most IDs one request may ask for (`count`). Default 10,000.
     pub max_count: u64,
     /// Largest `size` of a lease. Default 1,000,000 (the segment buffers' default `max_step`;
@@ -117,7 +124,7 @@ pub struct HttpOptions {
 impl Default for HttpOptions {
     fn default() -> Self {
         Self {
-            admin_token: None,
+            auth: Arc::new(Auth::default()),
             max_count: 10_000,
             max_lease_size: 1_000_000,
             metrics: None,
@@ -128,10 +135,7 @@ impl Default for HttpOptions {
 impl fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpOptions")
-            .field(
-                "admin_token",
-                &self.admin_token.as_ref().map(|_| "<redacted>"),
-            )
+            .field("auth", &self.auth)
             .field("max_count", &self.max_count)
             .field("max_lease_size", &self.max_lease_size)
             .field("metrics", &self.metrics.is_some())
@@ -163,6 +167,17 @@ where
 /// registered here, once.
 pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
     let state = AppState::new(ids, options);
+    // With tokens, each group of routes checks its scope; without, nothing is installed.
+    let scoped = |routes: Router<AppState>, need: Need| {
+        if state.auth.required() {
+            routes.route_layer(axum::middleware::from_fn_with_state(
+                (state.clone(), need),
+                access::require,
+            ))
+        } else {
+            routes
+        }
+    };
     // The admin routes wait on the store with no bound of their own: they get the timeout.
     // The ID routes' waits are bounded by the ID service (`max_wait`), and `/readyz` bounds
     // its probe, so the hot path pays for no timer.
@@ -174,7 +189,7 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
             StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
         ));
-    Router::new()
+    let mint = Router::new()
         .route(
             "/v1/snowflake",
             get(issue::snowflake).head(|| async { encode::head_only(encode::JSON) }),
@@ -185,13 +200,18 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
         )
         .route("/v1/segment/{tag}/lease", post(issue::lease))
         .route("/v1/decode/{id}", get(issue::decode))
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/metrics", get(metrics::render))
         .route("/api/segment/get/{key}", leaf_methods(leaf::segment))
         .route("/api/snowflake/get/{key}", leaf_methods(leaf::snowflake))
-        .route("/decodeSnowflakeId", leaf_methods(leaf::decode))
-        .merge(admin)
+        .route("/decodeSnowflakeId", leaf_methods(leaf::decode));
+    let metrics = Router::new().route("/metrics", get(metrics::render));
+    let health = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz));
+    Router::new()
+        .merge(scoped(mint, Need::Mint))
+        .merge(scoped(metrics, Need::Metrics))
+        .merge(scoped(admin, Need::Admin))
+        .merge(health)
         .fallback(errors::not_found)
         .method_not_allowed_fallback(errors::method_not_allowed)
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))

@@ -6,6 +6,7 @@
 //! percent-encoded; unknown parameters are ignored, a known one given twice is refused.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
@@ -16,6 +17,7 @@ use serde::de::DeserializeOwned;
 
 use super::errors::{echo, ApiError};
 use super::BODY_LIMIT;
+use crate::auth::Grant;
 
 /// Something built from the query string.
 pub(crate) trait FromQuery: Sized {
@@ -200,9 +202,17 @@ pub(crate) struct TagPath(pub Tag);
 impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     type Rejection = ApiError;
 
+    /// The tag, checked against the token's tag patterns when the request carries a grant
+    /// (`access::require` put it there).
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let raw = path_param(parts, state, "invalid_tag").await?;
-        Tag::new(&raw).map(TagPath).map_err(ApiError::from)
+        let tag = Tag::new(&raw).map_err(ApiError::from)?;
+        if let Some(grant) = parts.extensions.get::<Arc<Grant>>() {
+            if !grant.allows_tag(tag.as_str().as_bytes()) {
+                return Err(super::access::tag_refused(grant, tag.as_str()));
+            }
+        }
+        Ok(TagPath(tag))
     }
 }
 

@@ -1,4 +1,4 @@
-//! What every handler shares: the ID service, the limits, the admin token and the metric
+//! What every handler shares: the ID service, the limits, the tokens and the metric
 //! handles registered once.
 
 use std::ops::Deref;
@@ -9,7 +9,9 @@ use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::errors::ApiError;
 use super::HttpOptions;
+use crate::auth::Auth;
 use crate::ids::Ids;
+use crate::tally::Tally;
 use crate::telemetry::Recorded;
 
 /// The state of the router: cheap to clone (one `Arc`).
@@ -19,8 +21,10 @@ pub(crate) struct AppState(Arc<Shared>);
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub ids: Arc<Ids>,
-    /// `None`: admin routes are open.
-    pub admin_token: Option<Box<[u8]>>,
+    /// The tokens, checked by `access::require` when any is configured.
+    pub auth: Arc<Auth>,
+    /// Missing and wrong tokens, counted and logged in aggregate.
+    pub auth_failures: Tally,
     pub max_count: u64,
     pub max_lease_size: u64,
     pub prometheus: Option<PrometheusHandle>,
@@ -31,16 +35,10 @@ pub(crate) struct Shared {
 
 impl AppState {
     pub(crate) fn new(ids: Arc<Ids>, options: HttpOptions) -> Self {
-        let admin_token = match options.admin_token {
-            Some(token) if token.is_empty() => {
-                tracing::warn!("the admin token is empty: admin routes are open");
-                None
-            }
-            token => token.map(|t| t.into_bytes().into_boxed_slice()),
-        };
         Self(Arc::new(Shared {
             ids,
-            admin_token,
+            auth: options.auth,
+            auth_failures: Tally::auth_failures("http"),
             max_count: options.max_count.max(1),
             max_lease_size: options.max_lease_size.max(1),
             prometheus: options.metrics,

@@ -2,16 +2,18 @@
 //!
 //! The hot path is a read-locked map lookup and the buffer's own atomic add. A tag seen for the
 //! first time takes the slow path: its row is read from the store (or created, when
-//! `auto_create_tags` allows) so the buffer starts with the tag's step.
+//! `auto_create_tags` allows) so the buffer starts with the tag's step. First uses of different
+//! tags run at once (each waits only for its own store calls); two first uses of one tag share
+//! one. At most `max_tags` tags are served: one more is refused before the store is asked.
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex as StdMutex, PoisonError, RwLock};
 
 use idmint_core::store::{SegmentStore, TagSettings};
 use idmint_core::{Clock, Error, Result, SegmentBuffer, SegmentConfig, Tag};
 use tokio::runtime::Handle;
-use tokio::sync::Mutex;
+use tokio::sync::OnceCell;
 
 /// How segment tags behave.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,6 +24,9 @@ pub struct SegmentOptions {
     pub auto_create_tags: bool,
     /// The step of tags created on first use.
     pub default_step: u64,
+    /// Most tags served (loaded or being loaded); one more is refused with
+    /// [`Error::TooManyTags`].
+    pub max_tags: usize,
 }
 
 impl Default for SegmentOptions {
@@ -30,6 +35,7 @@ impl Default for SegmentOptions {
             buffer: SegmentConfig::default(),
             auto_create_tags: true,
             default_step: 1_000,
+            max_tags: 10_000,
         }
     }
 }
@@ -42,8 +48,9 @@ pub struct SegmentRegistry {
     options: SegmentOptions,
     runtime: Handle,
     buffers: RwLock<HashMap<Tag, Arc<SegmentBuffer>>>,
-    /// Serializes first uses, so one tag never gets two buffers.
-    creating: Mutex<()>,
+    /// Tags on their first use: one cell per tag, so a tag never gets two buffers while
+    /// different tags load at once.
+    loading: StdMutex<LoadingCells>,
 }
 
 impl SegmentRegistry {
@@ -60,7 +67,7 @@ impl SegmentRegistry {
             options,
             runtime,
             buffers: RwLock::new(HashMap::new()),
-            creating: Mutex::new(()),
+            loading: StdMutex::new(HashMap::new()),
         }
     }
 
@@ -123,10 +130,41 @@ impl SegmentRegistry {
         if let Some(buffer) = self.read().get(tag) {
             return Ok(Arc::clone(buffer));
         }
-        let _creating = self.creating.lock().await;
-        if let Some(buffer) = self.read().get(tag) {
-            return Ok(Arc::clone(buffer));
-        }
+        let cell = {
+            let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
+            // Checked again under the lock: a load that finished inserts its buffer before it
+            // leaves `loading`.
+            if let Some(buffer) = self.read().get(tag) {
+                return Ok(Arc::clone(buffer));
+            }
+            match loading.get(tag) {
+                Some(cell) => Arc::clone(cell),
+                None => {
+                    if self.read().len() + loading.len() >= self.options.max_tags {
+                        return Err(Error::TooManyTags {
+                            tag: tag.to_string(),
+                            limit: self.options.max_tags,
+                        });
+                    }
+                    let cell = Arc::new(OnceCell::new());
+                    loading.insert(tag.clone(), Arc::clone(&cell));
+                    cell
+                }
+            }
+        };
+        // Retires the cell however this call ends, a dropped request included: the buffer is
+        // in `buffers` by then, or the load failed (or was abandoned) and the next use tries
+        // again. A cell left behind would count against `max_tags` for ever.
+        let _retire = Retire {
+            loading: &self.loading,
+            tag,
+            cell: Arc::clone(&cell),
+        };
+        cell.get_or_try_init(|| self.load(tag)).await.cloned()
+    }
+
+    /// Makes the buffer of `tag` from its row (created first if allowed) and registers it.
+    async fn load(&self, tag: &Tag) -> Result<Arc<SegmentBuffer>> {
         let step = self.tag_step(tag).await?;
         let config = SegmentConfig {
             min_step: step,
@@ -139,11 +177,10 @@ impl SegmentRegistry {
             config,
             self.runtime.clone(),
         );
-        self.buffers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(tag.clone(), Arc::clone(&buffer));
-        Ok(buffer)
+        let mut buffers = self.buffers.write().unwrap_or_else(PoisonError::into_inner);
+        // A second load of the tag (after the first one's cell was retired by a dropped call)
+        // keeps the first buffer: one tag, one buffer.
+        Ok(Arc::clone(buffers.entry(tag.clone()).or_insert(buffer)))
     }
 
     /// The tag's step from the store, creating the tag first if allowed.
@@ -175,3 +212,25 @@ impl SegmentRegistry {
         self.buffers.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// Removes a first use's cell from `loading` when the call that made or joined it ends.
+struct Retire<'a> {
+    loading: &'a StdMutex<LoadingCells>,
+    tag: &'a Tag,
+    cell: Arc<OnceCell<Arc<SegmentBuffer>>>,
+}
+
+impl Drop for Retire<'_> {
+    fn drop(&mut self) {
+        let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
+        if loading
+            .get(self.tag)
+            .is_some_and(|current| Arc::ptr_eq(current, &self.cell))
+        {
+            loading.remove(self.tag);
+        }
+    }
+}
+
+/// The cells of the tags on their first use.
+type LoadingCells = HashMap<Tag, Arc<OnceCell<Arc<SegmentBuffer>>>>;

@@ -18,14 +18,14 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use idmint_resp::{encode, Command, Protocol, RequestDecoder};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use super::cmd::Transaction;
 use super::reply::IdFormat;
 use super::shared::Shared;
 use super::tags::TagCache;
+use crate::auth::{Grant, Need};
 use crate::telemetry;
 
 /// Initial capacity of a connection's read buffer; it grows only for large requests.
@@ -57,8 +57,16 @@ pub(super) struct Session {
     pub(super) peer: SocketAddr,
     pub(super) local: Option<SocketAddr>,
     pub(super) opened: Instant,
-    /// True once `AUTH` succeeded, or from the start when no token is set.
-    pub(super) authenticated: bool,
+    /// What the connection may do: from `AUTH`, or everything from the start when no token is
+    /// configured; `None` before `AUTH`.
+    pub(super) grant: Option<Arc<Grant>>,
+    /// Whether `grant` allows minting: the fast path's one check.
+    pub(super) may_mint: bool,
+    /// Wrong tokens sent so far.
+    pub(super) auth_failures: u32,
+    /// Whether a complete command has arrived (until then, and until `AUTH` when tokens are
+    /// configured, the connection must make progress within `auth_timeout`).
+    greeted: bool,
     /// `CLIENT SETNAME`.
     pub(super) name: Option<Bytes>,
     /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
@@ -83,14 +91,17 @@ pub(super) struct Session {
 
 impl Session {
     fn new(shared: Arc<Shared>, peer: SocketAddr, local: Option<SocketAddr>) -> Self {
-        let authenticated = shared.options.admin_token.is_none();
+        let grant = shared.initial_grant();
         Self {
+            may_mint: grant.as_ref().is_some_and(|g| g.allows(Need::Mint)),
+            grant,
+            auth_failures: 0,
+            greeted: false,
             id: shared.client_id(),
             shared,
             peer,
             local,
             opened: Instant::now(),
-            authenticated,
             name: None,
             lib_name: None,
             lib_ver: None,
@@ -121,6 +132,14 @@ impl Session {
     }
 }
 
+impl Session {
+    /// Whether the connection has shown it is a client: it sent a command, and authenticated
+    /// when tokens are configured.
+    fn admitted(&self) -> bool {
+        self.greeted && self.grant.is_some()
+    }
+}
+
 impl Drop for Session {
     fn drop(&mut self) {
         self.flush_counters();
@@ -148,14 +167,14 @@ impl Drop for Connected {
 
 /// Serves one connection until the peer closes it, it sends `QUIT` or a malformed request, an
 /// I/O error occurs, or the listener shuts down (`stop` resolves, or its sender is dropped).
-pub(super) async fn run(
-    mut stream: TcpStream,
+pub(super) async fn run<S: Stream>(
+    mut stream: S,
     peer: SocketAddr,
+    local: Option<SocketAddr>,
     shared: Arc<Shared>,
     mut stop: oneshot::Receiver<()>,
 ) {
     let _connected = Connected::new(&shared);
-    let local = stream.local_addr().ok();
     let mut session = Session::new(shared, peer, local);
     tracing::trace!(%peer, client = session.id, "RESP connection opened");
     match serve_connection(&mut stream, &mut session, &mut stop).await {
@@ -164,9 +183,56 @@ pub(super) async fn run(
     }
 }
 
+/// A connection's byte stream: TCP, or TLS over TCP.
+pub(super) trait Stream: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<S: AsyncRead + AsyncWrite + Unpin + Send> Stream for S {}
+
+/// Why a connection's timer fired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    /// A request started but did not complete in time.
+    Partial,
+    /// No command, or no `AUTH` when tokens are configured, within `auth_timeout`.
+    Auth,
+    /// Nothing at all within `idle_timeout`.
+    Idle,
+}
+
+/// The earliest of the connection's timers that apply now, if any: none on the hot path of
+/// an authenticated connection with no partial request and no idle timeout.
+fn next_expiry(
+    session: &Session,
+    partial: &mut Option<Instant>,
+    pending: bool,
+    idle_since: Option<Instant>,
+) -> Option<(Instant, Expiry)> {
+    let limits = &session.shared.options.connections;
+    let mut earliest: Option<(Instant, Expiry)> = None;
+    let mut consider = |at: Instant, why: Expiry| {
+        if earliest.is_none_or(|(first, _)| at < first) {
+            earliest = Some((at, why));
+        }
+    };
+    if pending {
+        let timeout = session.shared.options.partial_request_timeout;
+        consider(
+            *partial.get_or_insert_with(|| Instant::now() + timeout),
+            Expiry::Partial,
+        );
+    }
+    if !session.admitted() {
+        consider(session.opened + limits.auth_timeout, Expiry::Auth);
+    }
+    if let (Some(since), Some(idle)) = (idle_since, limits.idle_timeout) {
+        consider(since + idle, Expiry::Idle);
+    }
+    earliest
+}
+
 /// The read, execute, write loop.
-async fn serve_connection(
-    stream: &mut TcpStream,
+async fn serve_connection<S: Stream>(
+    stream: &mut S,
     session: &mut Session,
     stop: &mut oneshot::Receiver<()>,
 ) -> std::io::Result<()> {
@@ -175,29 +241,29 @@ async fn serve_connection(
     let mut out = BytesMut::with_capacity(WRITE_BUFFER);
     // When the partial request at the front of `inbuf` must be complete.
     let mut deadline: Option<Instant> = None;
+    let idle_timeout = session.shared.options.connections.idle_timeout;
     loop {
         if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
             // Reclaims the buffer's memory once the commands sliced from it are dropped.
             inbuf.reserve(READ_BUFFER);
         }
-        let read = if inbuf.is_empty() {
-            tokio::select! {
+        let idle_since = idle_timeout.and(inbuf.is_empty().then(Instant::now));
+        let expiry = next_expiry(session, &mut deadline, !inbuf.is_empty(), idle_since);
+        let read = match expiry {
+            None => tokio::select! {
                 biased;
                 read = stream.read_buf(&mut inbuf) => read?,
                 // Shutdown while waiting for a request: nothing is in flight, close.
                 _ = &mut *stop => return Ok(()),
-            }
-        } else {
-            let timeout = session.shared.options.partial_request_timeout;
-            let until = *deadline.get_or_insert_with(|| Instant::now() + timeout);
-            tokio::select! {
+            },
+            Some((until, why)) => tokio::select! {
                 biased;
                 read = stream.read_buf(&mut inbuf) => read?,
                 _ = &mut *stop => return Ok(()),
                 () = tokio::time::sleep_until(until.into()) => {
-                    return partial_request_timed_out(stream, session, &mut inbuf, timeout).await;
+                    return expired(stream, session, &mut inbuf, why).await;
                 }
-            }
+            },
         };
         if read == 0 {
             return Ok(()); // the peer closed
@@ -208,6 +274,7 @@ async fn serve_connection(
                 Ok(Some(command)) => {
                     // Progress: the next partial request gets a time of its own.
                     deadline = None;
+                    session.greeted = true;
                     flow = run_command(session, &command, &mut out).await;
                     flush_if_full(stream, &mut out).await?;
                     // `EXEC`'s header is written; its commands' replies follow.
@@ -246,9 +313,47 @@ async fn serve_connection(
     }
 }
 
+/// Ends a connection whose timer fired: a partial request gets a protocol error, a connection
+/// that did not authenticate in time an error saying so, an idle one nothing (as Redis closes
+/// idle clients).
+async fn expired<S: Stream>(
+    stream: &mut S,
+    session: &Session,
+    inbuf: &mut BytesMut,
+    why: Expiry,
+) -> std::io::Result<()> {
+    let limits = &session.shared.options.connections;
+    match why {
+        Expiry::Partial => {
+            let timeout = session.shared.options.partial_request_timeout;
+            return partial_request_timed_out(stream, session, inbuf, timeout).await;
+        }
+        Expiry::Auth => {
+            session.shared.tallies.auth_timeout.add(session.peer);
+            let mut out = BytesMut::new();
+            let what = if session.shared.options.auth.required() {
+                "authenticate (AUTH)"
+            } else {
+                "send a command"
+            };
+            encode::error_fmt(
+                &mut out,
+                format_args!(
+                    "ERR closing the connection: it did not {what} within {} s",
+                    limits.auth_timeout.as_secs_f64()
+                ),
+            );
+            stream.write_all(&out).await?;
+        }
+        Expiry::Idle => session.shared.tallies.idle_timeout.add(session.peer),
+    }
+    linger(stream, inbuf).await;
+    Ok(())
+}
+
 /// Writes the replies buffered so far once they pass [`FLUSH_AT`], so that a pipeline (or a
 /// transaction) of large replies never grows the buffer without bound.
-async fn flush_if_full(stream: &mut TcpStream, out: &mut BytesMut) -> std::io::Result<()> {
+async fn flush_if_full<S: Stream>(stream: &mut S, out: &mut BytesMut) -> std::io::Result<()> {
     if out.len() >= FLUSH_AT {
         stream.write_all(out).await?;
         out.clear();
@@ -258,8 +363,8 @@ async fn flush_if_full(stream: &mut TcpStream, out: &mut BytesMut) -> std::io::R
 
 /// Answers a request that did not arrive in full within `timeout` of its first byte (or of
 /// the last complete command) with a protocol error, and closes.
-async fn partial_request_timed_out(
-    stream: &mut TcpStream,
+async fn partial_request_timed_out<S: Stream>(
+    stream: &mut S,
     session: &Session,
     inbuf: &mut BytesMut,
     timeout: Duration,
@@ -290,7 +395,7 @@ async fn partial_request_timed_out(
 /// which may destroy the reply before the peer reads it (a client that pipelined more after
 /// `QUIT`, or kept sending a malformed request). So: send FIN, then read and discard what the
 /// peer still sends, for a bounded time and amount, until it closes its side.
-async fn linger(stream: &mut TcpStream, scratch: &mut BytesMut) {
+async fn linger<S: Stream>(stream: &mut S, scratch: &mut BytesMut) {
     const LINGER: Duration = Duration::from_millis(250);
     const MAX_DISCARD: usize = 1024 * 1024;
     if stream.shutdown().await.is_err() {
@@ -327,7 +432,7 @@ mod tests {
     use idmint_core::store::MemoryStore;
     use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
     use idmint_store::Store;
-    use tokio::net::TcpListener;
+    use tokio::net::{TcpListener, TcpStream};
     use tokio::task::JoinHandle;
 
     use super::super::{serve, RespOptions};

@@ -15,8 +15,9 @@ use tokio::task::{self, JoinSet};
 use super::connection;
 use super::shared::Shared;
 use super::RespOptions;
-use crate::accept::{Admission, Admitted};
+use crate::accept::{Admission, Admitted, Refusal};
 use crate::ids::Ids;
+use crate::tally::ListenerTallies;
 
 /// How long connections get after shutdown to finish what they are running and write their
 /// replies; whatever still runs then is cut off.
@@ -39,8 +40,15 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let local_addr = listener.local_addr().ok();
-    let admission = Admission::new("RESP", options.max_connections, options.io.clone());
-    let shared = Arc::new(Shared::new(ids, options, local_addr));
+    let tallies = ListenerTallies::start("resp");
+    let admission = Admission::new(
+        "RESP",
+        options.connections.max_connections,
+        options.connections.per_address,
+        options.io.clone(),
+        Arc::clone(&tallies),
+    );
+    let shared = Arc::new(Shared::new(ids, options, local_addr, tallies));
     let mut connections = JoinSet::new();
     // One stop signal per connection: a oneshot receiver is polled with a few atomic
     // operations, where a shared watch or Notify would take a lock shared by every
@@ -51,13 +59,16 @@ pub async fn serve(
     loop {
         tokio::select! {
             () = &mut shutdown => break,
-            admitted = admission.next(&listener, |stream| refuse(&shared, stream)) => {
+            admitted = admission.next(&listener, |stream, why| refuse(&shared, stream, why)) => {
                 let Admitted { stream, runtime, peer, permit } = admitted;
                 let shared = Arc::clone(&shared);
                 let (stop, stopped) = oneshot::channel();
                 let task = connections.spawn_on(async move {
                     match stream.attach() {
-                        Ok(stream) => connection::run(stream, peer, shared, stopped).await,
+                        Ok(stream) => {
+                            let local = stream.local_addr().ok();
+                            connection::run(stream, peer, local, shared, stopped).await;
+                        }
                         Err(error) => {
                             tracing::debug!(%peer, %error, "RESP connection could not be attached");
                         }
@@ -97,10 +108,15 @@ pub async fn serve(
     Ok(())
 }
 
-/// Answers a connection beyond the limit as Redis does; the caller closes it.
-fn refuse(shared: &Shared, stream: &TcpStream) {
+/// Answers a connection beyond a limit (the listener's as Redis does); the caller closes it.
+fn refuse(shared: &Shared, stream: &TcpStream, why: Refusal) {
     shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-    let _ = stream.try_write(TOO_MANY_CLIENTS);
+    let _ = match why {
+        Refusal::Limit(_) => stream.try_write(TOO_MANY_CLIENTS),
+        Refusal::PerAddress(_) => {
+            stream.try_write(format!("-ERR {}\r\n", why.message()).as_bytes())
+        }
+    };
 }
 
 /// A connection task never panics by design; should one, say so. Returns the task's ID.

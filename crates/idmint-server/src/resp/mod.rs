@@ -22,11 +22,10 @@
 //!   lock-free claim and no allocation;
 //! - `reply`: argument parsing helpers, ID replies (integers, or strings for JavaScript), and
 //!   the mapping of `idmint_core::Error` to replies;
-//! - `glob`: `CONFIG GET`'s pattern matcher; `shared`: what every connection shares.
+//! - `shared`: what every connection shares.
 
 mod cmd;
 mod connection;
-mod glob;
 mod listener;
 mod reply;
 mod shared;
@@ -38,6 +37,8 @@ use std::time::Duration;
 
 use idmint_resp::Limits;
 
+use crate::auth::Auth;
+use crate::config::ConnectionLimits;
 use crate::io_threads::IoThreads;
 
 pub use self::listener::serve;
@@ -59,17 +60,19 @@ pub const SERVER_LIMITS: Limits = Limits {
 /// How the Redis-protocol listener behaves.
 #[derive(Clone)]
 pub struct RespOptions {
-    /// The password of `AUTH` (and `HELLO 2 AUTH default <password>`). When set, every command
-    /// but `AUTH`, `HELLO`, `PING` and `QUIT` is refused with `-NOAUTH` until the connection
-    /// has authenticated.
-    pub admin_token: Option<String>,
+    /// The tokens: `AUTH [user] token` (or `HELLO 3 AUTH user token`) with one of them gives
+    /// the connection its grant. With tokens configured, every command but `AUTH`, `HELLO`,
+    /// `PING`, `QUIT` and `RESET` is refused with `-NOAUTH` until then, and a command outside
+    /// the grant's scope or tags with `-NOPERM`. With none (the default), everything is open.
+    pub auth: Arc<Auth>,
     /// Bounds on what one request may declare or contain. Default [`SERVER_LIMITS`].
     pub limits: Limits,
     /// Largest `COUNT` of `IDMINT.SNOWFLAKE` and `IDMINT.NEXT`, and largest `INCRBY` increment.
     pub max_count: u64,
-    /// Most connections served at once; a connection beyond it is answered
-    /// `-ERR max number of clients reached` and closed, as Redis does.
-    pub max_connections: usize,
+    /// Most connections served at once (beyond it a connection is answered
+    /// `-ERR max number of clients reached` and closed, as Redis does), per client address,
+    /// how long a connection has to authenticate, and the idle timeout.
+    pub connections: ConnectionLimits,
     /// How long a request may take to arrive once its first byte has (counted again after
     /// each complete command): a client that starts a request and then stalls or trickles it
     /// (slowloris) is answered `-ERR Protocol error: ...` and closed after it, rather than
@@ -84,10 +87,10 @@ pub struct RespOptions {
 impl Default for RespOptions {
     fn default() -> Self {
         Self {
-            admin_token: None,
+            auth: Arc::new(Auth::default()),
             limits: SERVER_LIMITS,
             max_count: 10_000,
-            max_connections: 10_000,
+            connections: ConnectionLimits::default(),
             partial_request_timeout: Duration::from_secs(30),
             io: None,
         }
@@ -98,10 +101,10 @@ impl fmt::Debug for RespOptions {
     /// Never shows the token itself.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RespOptions")
-            .field("admin_token", &self.admin_token.as_ref().map(|_| "<set>"))
+            .field("auth", &self.auth)
             .field("limits", &self.limits)
             .field("max_count", &self.max_count)
-            .field("max_connections", &self.max_connections)
+            .field("connections", &self.connections)
             .field("partial_request_timeout", &self.partial_request_timeout)
             .field("io_threads", &self.io.as_ref().map(|io| io.len()))
             .finish()

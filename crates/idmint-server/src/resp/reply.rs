@@ -202,7 +202,8 @@ impl ExactSizeIterator for RunIds {}
 ///   cannot decode, an exhausted layout, a store that refused) is `-ERR` and the message.
 /// - Of those, the errors a client program must tell apart from a bad command carry the HTTP
 ///   API's code right after `ERR`: `-ERR tag_exhausted ...` (the tag's IDs are used up, or too
-///   few are left for `INCRBY`/`COUNT`: start a new tag), `-ERR store_corrupt ...`.
+///   few are left for `INCRBY`/`COUNT`: start a new tag), `-ERR too_many_tags ...` (the node's
+///   `--max-tags` is reached), `-ERR store_corrupt ...`.
 pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
     if error.is_retryable() {
         tracing::debug!(%error, "RESP command failed; retryable");
@@ -224,6 +225,7 @@ pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
 fn error_code(error: &Error) -> Option<&'static str> {
     match error {
         Error::TagExhausted { .. } => Some("tag_exhausted"),
+        Error::TooManyTags { .. } => Some("too_many_tags"),
         Error::StoreCorrupt { .. } => Some("store_corrupt"),
         _ => None,
     }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::RespOptions;
+use crate::auth::Grant;
 use crate::ids::Ids;
+use crate::tally::ListenerTallies;
 
 /// State shared by every connection of one listener: the service, the options and the
 /// counters `INFO` reports.
@@ -26,13 +28,20 @@ pub(super) struct Shared {
     pub(super) rejected_connections: AtomicU64,
     /// Bytes held by the open transactions of every connection (see `cmd::transaction`).
     pub(super) queued_bytes: Arc<AtomicUsize>,
+    /// Refusals, timeouts and wrong tokens, counted and logged in aggregate.
+    pub(super) tallies: Arc<ListenerTallies>,
     /// Commands run, added once per batch of pipelined commands (not per command, so that
     /// connections on different cores do not fight over one cache line).
     pub(super) total_commands: AtomicU64,
 }
 
 impl Shared {
-    pub(super) fn new(ids: Arc<Ids>, options: RespOptions, local_addr: Option<SocketAddr>) -> Self {
+    pub(super) fn new(
+        ids: Arc<Ids>,
+        options: RespOptions,
+        local_addr: Option<SocketAddr>,
+        tallies: Arc<ListenerTallies>,
+    ) -> Self {
         Self {
             ids,
             options,
@@ -44,8 +53,15 @@ impl Shared {
             total_connections: AtomicU64::new(0),
             rejected_connections: AtomicU64::new(0),
             queued_bytes: Arc::new(AtomicUsize::new(0)),
+            tallies,
             total_commands: AtomicU64::new(0),
         }
+    }
+
+    /// What a new connection may do before `AUTH`: everything when no token is configured,
+    /// nothing otherwise.
+    pub(super) fn initial_grant(&self) -> Option<Arc<Grant>> {
+        (!self.options.auth.required()).then(Grant::open)
     }
 
     /// A new connection's `CLIENT ID`.

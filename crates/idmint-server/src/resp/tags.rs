@@ -96,6 +96,12 @@ impl TagCache {
         })
     }
 
+    /// Forgets every entry (after reporting their counts): the connection's grant changed.
+    pub(super) fn clear(&mut self) {
+        self.flush_metrics();
+        self.entries.clear();
+    }
+
     /// Sends the counts of IDs issued since the last flush to the metrics recorder.
     pub(super) fn flush_metrics(&mut self) {
         for entry in &mut self.entries {

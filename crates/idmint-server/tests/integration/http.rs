@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use idmint_core::{Clock, SystemClock};
+use idmint_server::auth::Auth;
 use idmint_server::http::{self, HttpOptions};
 
 use crate::common::{ids_config, prometheus, sqlite_url};
@@ -55,7 +56,7 @@ impl Server {
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let ids = Ids::start(config, store, clock).await.unwrap();
         let options = HttpOptions {
-            admin_token: setup.admin_token.map(str::to_owned),
+            auth: Arc::new(setup.admin_token.map_or_else(Auth::default, Auth::admin)),
             max_count: 10_000,
             max_lease_size: 100_000,
             metrics,

@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
+use idmint_server::auth::Auth;
+use idmint_server::config::ConnectionLimits;
 use idmint_server::ids::{Ids, IdsConfig};
 use idmint_server::resp::{serve, RespOptions};
 use idmint_store::StoreOptions;
@@ -647,7 +649,7 @@ async fn ids_as_strings_per_command_and_per_connection() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn auth_is_required_when_a_token_is_set() {
     let server = Server::start(RespOptions {
-        admin_token: Some(TOKEN.into()),
+        auth: Arc::new(Auth::admin(TOKEN)),
         ..RespOptions::default()
     })
     .await;
@@ -977,7 +979,10 @@ async fn inline_commands_and_quit_over_raw_tcp() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_beyond_the_limit_are_refused() {
     let server = Server::start(RespOptions {
-        max_connections: 1,
+        connections: ConnectionLimits {
+            max_connections: 1,
+            ..ConnectionLimits::default()
+        },
         ..RespOptions::default()
     })
     .await;

@@ -10,7 +10,7 @@ fn idmint(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_idmint"))
         .args(args)
         .env_remove("IDMINT_SERVER")
-        .env_remove("IDMINT_ADMIN_TOKEN")
+        .env_remove("IDMINT_TOKEN")
         .output()
         .unwrap()
 }
@@ -33,15 +33,21 @@ fn next_and_tags_drive_a_running_server() {
     );
     let url = server.http.clone();
 
-    let snowflakes: Vec<u64> = stdout(&idmint(&["next", "--server", &url, "--count", "3"]))
-        .lines()
-        .map(|line| line.parse().unwrap())
-        .collect();
+    // With a token configured, nothing is served without it.
+    let refused = idmint(&["next", "--server", &url]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("401"));
+    let snowflakes: Vec<u64> = stdout(&idmint(&[
+        "next", "--server", &url, "--count", "3", "--token", "s3cret",
+    ]))
+    .lines()
+    .map(|line| line.parse().unwrap())
+    .collect();
     assert_eq!(snowflakes.len(), 3);
     assert!(snowflakes.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(
         stdout(&idmint(&[
-            "next", "--server", &url, "--tag", "orders", "--count", "2"
+            "next", "--server", &url, "--tag", "orders", "--count", "2", "--token", "s3cret"
         ])),
         "1\n2\n"
     );

@@ -185,7 +185,7 @@ async fn errors_auth_and_leaf_paths(store: String) {
     let error_of = |status: u16, code: &'static str, path: &'static str| {
         let (http, base) = (http.clone(), base.clone());
         async move {
-            let (got, body) = get_json(&http, &format!("{base}{path}"), None).await;
+            let (got, body) = get_json(&http, &format!("{base}{path}"), Some(token)).await;
             assert_eq!(got, status, "GET {path}: {body}");
             assert_eq!(body["error"]["code"], code, "GET {path}: {body}");
             assert!(
@@ -202,10 +202,35 @@ async fn errors_auth_and_leaf_paths(store: String) {
     error_of(400, "invalid_tag", "/v1/segment/bad%20tag").await;
     error_of(400, "invalid_id", "/v1/decode/not-a-number").await;
     error_of(404, "not_found", "/v2/nothing-here").await;
-    error_of(401, "unauthorized", "/v1/tags").await;
-    error_of(401, "unauthorized", "/v1/workers").await;
-    let (status, body) = get_json(&http, &format!("{base}/v1/tags"), Some("wrong")).await;
-    assert_eq!((status, &body["error"]["code"]), (403, &"forbidden".into()));
+    // With a token configured, nothing but the health checks is served without it.
+    for path in [
+        "/v1/tags",
+        "/v1/workers",
+        "/v1/snowflake",
+        "/v1/segment/orders",
+        "/v1/decode/1",
+        "/api/segment/get/orders",
+        "/api/snowflake/get/any",
+        "/decodeSnowflakeId?snowflakeId=1",
+        "/metrics",
+    ] {
+        let (status, body) = get_json(&http, &format!("{base}{path}"), None).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (401, &"unauthorized".into()),
+            "{path}"
+        );
+        let (status, body) = get_json(&http, &format!("{base}{path}"), Some("wrong")).await;
+        assert_eq!(
+            (status, &body["error"]["code"]),
+            (403, &"forbidden".into()),
+            "{path}"
+        );
+    }
+    for path in ["/healthz", "/readyz"] {
+        let (status, body) = get_json(&http, &format!("{base}{path}"), None).await;
+        assert_eq!(status, 200, "{path}: {body}");
+    }
     // With the token: a tag created, then listed with its step; the worker lease listed.
     let created = http
         .put(format!("{base}/v1/tags/invoices?step=500"))
@@ -225,7 +250,10 @@ async fn errors_auth_and_leaf_paths(store: String) {
     // Leaf's paths: plain-text IDs, and the decoded parts of one.
     let text = |path: String| {
         let http = http.clone();
-        async move { http.get(path).send().await.unwrap().text().await.unwrap() }
+        async move {
+            let request = http.get(path).bearer_auth(token);
+            request.send().await.unwrap().text().await.unwrap()
+        }
     };
     let segment: u64 = text(format!("{base}/api/segment/get/invoices"))
         .await
@@ -244,7 +272,7 @@ async fn errors_auth_and_leaf_paths(store: String) {
         &text(format!("{base}/decodeSnowflakeId?snowflakeId={snowflake}")).await,
     )
     .unwrap();
-    let (_, ours) = get_json(&http, &format!("{base}/v1/decode/{snowflake}"), None).await;
+    let (_, ours) = get_json(&http, &format!("{base}/v1/decode/{snowflake}"), Some(token)).await;
     assert_eq!(decoded["id"], snowflake.to_string(), "{decoded}");
     assert_eq!(
         decoded["workerId"].as_str(),

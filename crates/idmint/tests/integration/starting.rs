@@ -303,7 +303,10 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
             &["invalid value 'localhost' for '--http <ADDR>'"],
         ),
         // An empty token must not turn authentication off without a word.
-        (&["--admin-token", ""], &["--admin-token: is empty"]),
+        (
+            &["--admin-token", ""],
+            &["--admin-token: the admin token is empty"],
+        ),
     ];
     for (args, needles) in cases {
         let mut all = vec!["--store", store.as_str()];

@@ -1,11 +1,15 @@
-//! `AUTH` and `HELLO`: authentication and the protocol handshake.
+//! `AUTH` and `HELLO`: authentication (a token gives the connection its grant, see
+//! `crate::auth`) and the protocol handshake.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use idmint_resp::{encode, Protocol};
 
 use super::client::{valid_client_name, BAD_CLIENT_NAME};
 use super::info::IDMINT_VERSION;
-use crate::auth::secret_eq;
+use crate::auth::{Grant, Need};
 use crate::resp::connection::Session;
 use crate::resp::reply;
 
@@ -19,42 +23,73 @@ const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already 
                             authenticate the client and select the RESP protocol version at the \
                             same time";
 
+/// Wrong tokens a connection may send; the next one closes it.
+pub(crate) const MAX_AUTH_FAILURES: u32 = 3;
+
+/// How long a wrong token's reply is held back, times the connection's failures so far: a
+/// guesser gets a few tries a second per connection, and a pipeline of guesses no faster.
+const FAILURE_DELAY: Duration = Duration::from_millis(200);
+
 impl Session {
-    /// Checks `AUTH`'s or `HELLO AUTH`'s credentials against the token; `Err` holds the
-    /// error reply.
+    /// Checks `AUTH`'s or `HELLO AUTH`'s credentials against the tokens; `Err` holds the
+    /// error reply. A wrong token is counted, slowed down ([`FAILURE_DELAY`]), and after
+    /// [`MAX_AUTH_FAILURES`] closes the connection (see [`Session::auth_closing`]).
     ///
-    /// Without a token, like Redis' `default` user with `nopass`: `AUTH default <anything>`
+    /// Without tokens, like Redis' `default` user with `nopass`: `AUTH default <anything>`
     /// succeeds (clients configured with credentials still connect), while `AUTH <password>`
-    /// is an error that says no password is configured.
-    fn check_credentials(&self, user: Option<&[u8]>, password: &[u8]) -> Result<(), &'static str> {
-        let user_ok = user.is_none_or(|u| u == b"default");
-        let Some(token) = self.shared.options.admin_token.as_deref() else {
+    /// is an error that says no password is configured. With tokens, the user name may be
+    /// `default` or the token's name.
+    async fn check_credentials(
+        &mut self,
+        user: Option<&[u8]>,
+        password: &[u8],
+    ) -> Result<Arc<Grant>, &'static str> {
+        if !self.shared.options.auth.required() {
             return match user {
                 None => Err(NO_PASSWORD),
-                Some(_) if user_ok => Ok(()),
+                Some(b"default") => Ok(Grant::open()),
                 Some(_) => Err(WRONGPASS),
             };
-        };
-        // Compare the password even for a wrong user name, so both take the same time.
-        let password_ok = secret_eq(password, token.as_bytes());
-        if user_ok && password_ok {
-            Ok(())
-        } else {
-            tracing::warn!(peer = %self.peer, "RESP authentication failed");
-            Err(WRONGPASS)
+        }
+        let grant =
+            self.shared.options.auth.check(password).filter(|grant| {
+                user.is_none_or(|u| u == b"default" || u == grant.name().as_bytes())
+            });
+        match grant {
+            Some(grant) => Ok(grant),
+            None => {
+                self.auth_failures += 1;
+                self.shared.tallies.auth_failures.add(self.peer);
+                tokio::time::sleep(FAILURE_DELAY * self.auth_failures).await;
+                Err(WRONGPASS)
+            }
         }
     }
 
+    /// Whether the connection has used up its wrong tokens: its last reply is written, then
+    /// it is closed.
+    pub(super) fn auth_closing(&self) -> bool {
+        self.auth_failures >= MAX_AUTH_FAILURES
+    }
+
+    /// Gives the connection `grant`: what it may run from now on. The tags it cached under
+    /// another grant are forgotten, so the fast path never serves a tag the new one refuses.
+    pub(in crate::resp) fn set_grant(&mut self, grant: Option<Arc<Grant>>) {
+        self.may_mint = grant.as_ref().is_some_and(|g| g.allows(Need::Mint));
+        self.tags.clear();
+        self.grant = grant;
+    }
+
     /// `AUTH [username] password`.
-    pub(super) fn auth(&mut self, args: &[Bytes], out: &mut BytesMut) {
+    pub(super) async fn auth(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let (user, password) = match args {
             [_, password] => (None, password),
             [_, user, password] => (Some(&user[..]), password),
             _ => return encode::error(out, "ERR syntax error"),
         };
-        match self.check_credentials(user, password) {
-            Ok(()) => {
-                self.authenticated = true;
+        match self.check_credentials(user, password).await {
+            Ok(grant) => {
+                self.set_grant(Some(grant));
                 encode::ok(out);
             }
             Err(message) => encode::error(out, message),
@@ -65,7 +100,7 @@ impl Session {
     /// connection to RESP2 or RESP3 (anything else is `-NOPROTO`, and nothing changes);
     /// `AUTH` and `SETNAME` apply only when the whole command succeeds. The reply is the
     /// server's description, a map in RESP3 (field/value pairs in RESP2), as Redis sends it.
-    pub(super) fn hello(&mut self, args: &[Bytes], out: &mut BytesMut) {
+    pub(super) async fn hello(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let mut rest = args.get(1..).unwrap_or_default();
         let mut protocol = self.protocol;
         if let Some((version, options)) = rest.split_first() {
@@ -83,14 +118,14 @@ impl Session {
             rest = options;
         }
         let mut name = None;
-        let mut authenticated = self.authenticated;
+        let mut granted = None;
         while let Some((option, more)) = rest.split_first() {
             match more {
                 [user, password, after @ ..] if option.eq_ignore_ascii_case(b"AUTH") => {
-                    if let Err(message) = self.check_credentials(Some(user), password) {
-                        return encode::error(out, message);
+                    match self.check_credentials(Some(user), password).await {
+                        Ok(grant) => granted = Some(grant),
+                        Err(message) => return encode::error(out, message),
                     }
-                    authenticated = true;
                     rest = after;
                 }
                 [client_name, after @ ..] if option.eq_ignore_ascii_case(b"SETNAME") => {
@@ -111,10 +146,12 @@ impl Session {
                 }
             }
         }
-        if !authenticated {
+        if granted.is_none() && self.grant.is_none() {
             return encode::error(out, HELLO_NOAUTH);
         }
-        self.authenticated = true;
+        if granted.is_some() {
+            self.set_grant(granted);
+        }
         self.protocol = protocol;
         if let Some(name) = name {
             self.name = (!name.is_empty()).then(|| Bytes::copy_from_slice(&name));

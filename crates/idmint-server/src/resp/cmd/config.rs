@@ -4,8 +4,8 @@ use bytes::{Bytes, BytesMut};
 use idmint_resp::encode;
 
 use super::{help, unknown_subcommand, wrong_arity};
+use crate::glob::{glob_match, Case};
 use crate::resp::connection::Session;
-use crate::resp::glob::glob_match;
 
 const NO_CONFIG_SET: &str = "ERR CONFIG SET is not supported: idmint is configured by its \
                              config file, IDMINT_* variables and flags";
@@ -20,7 +20,12 @@ fn config_params(session: &Session) -> [(&'static str, String); 7] {
         ("databases", "1".to_owned()),
         (
             "maxclients",
-            session.shared.options.max_connections.to_string(),
+            session
+                .shared
+                .options
+                .connections
+                .max_connections
+                .to_string(),
         ),
         ("port", port.to_string()),
         ("maxmemory", "0".to_owned()),
@@ -43,7 +48,10 @@ impl Session {
             let params = config_params(self);
             let matching: Vec<&(&str, String)> = params
                 .iter()
-                .filter(|(name, _)| rest.iter().any(|p| glob_match(p, name.as_bytes())))
+                .filter(|(name, _)| {
+                    rest.iter()
+                        .any(|p| glob_match(p, name.as_bytes(), Case::Ignore))
+                })
                 .collect();
             encode::map_header(out, self.protocol, matching.len());
             for (name, value) in matching {

@@ -133,7 +133,10 @@ impl Session {
                         shared.connected.load(Ordering::Relaxed).to_string(),
                     ),
                     ("cluster_connections", "0".to_owned()),
-                    ("maxclients", shared.options.max_connections.to_string()),
+                    (
+                        "maxclients",
+                        shared.options.connections.max_connections.to_string(),
+                    ),
                     ("blocked_clients", "0".to_owned()),
                     ("tracking_clients", "0".to_owned()),
                 ],

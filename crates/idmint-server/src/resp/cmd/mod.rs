@@ -41,6 +41,7 @@ pub(super) use self::transaction::Transaction;
 
 use super::connection::{Flow, Session};
 use super::reply;
+use crate::auth::Need;
 
 /// Which handler runs a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,8 +96,9 @@ pub(super) struct Spec {
     /// Position of the key (the tag), 0 when the command has none.
     pub(super) first_key: i64,
     pub(super) categories: &'static [&'static str],
-    /// Allowed before `AUTH` when a token is set.
-    pub(super) before_auth: bool,
+    /// What the connection's grant must allow (see `crate::auth`); `None`: allowed before
+    /// `AUTH`.
+    pub(super) need: Option<Need>,
 }
 
 /// `COMMAND` flags and ACL categories shared by several commands.
@@ -109,36 +111,43 @@ const TX_FLAGS: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"
 const TX: &[&str] = &["@fast", "@transaction"];
 const READ: &[&str] = &["readonly", "fast"];
 
+/// What a command needs, as the table writes it.
+const OPEN: Option<Need> = None;
+const ANY: Option<Need> = Some(Need::Token);
+const MINT: Option<Need> = Some(Need::Mint);
+const METRICS: Option<Need> = Some(Need::Metrics);
+const ADMIN: Option<Need> = Some(Need::Admin);
+
 /// Every command idmint answers, `INCR` first: dispatch scans this table in order.
 #[rustfmt::skip]
 pub(super) const COMMANDS: &[Spec] = &[
-    // kind, name, arity, flags, key position, ACL categories, allowed before AUTH
-    spec(Kind::Incr, "incr", 2, WRITE, 1, &["@write", "@string", "@fast"], false),
-    spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], false),
-    spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], false),
-    spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], false),
-    spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], false),
-    spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, false),
-    spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], false),
-    spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, true),
-    spec(Kind::Echo, "echo", 2, &["fast"], 0, CONN, false),
-    spec(Kind::Hello, "hello", -1, NO_AUTH, 0, CONN, true),
-    spec(Kind::Auth, "auth", -2, NO_AUTH, 0, CONN, true),
-    spec(Kind::Client, "client", -2, STALE_OK, 0, SLOW_CONN, false),
-    spec(Kind::Command, "command", -1, &["loading", "stale"], 0, SLOW_CONN, false),
-    spec(Kind::Config, "config", -2, &["admin", "noscript"], 0, &["@admin", "@slow"], false),
-    spec(Kind::Info, "info", -1, &["loading", "stale"], 0, &["@slow", "@dangerous"], false),
-    spec(Kind::Select, "select", 2, &["loading", "stale", "fast"], 0, &["@fast"], false),
-    spec(Kind::Quit, "quit", -1, NO_AUTH, 0, CONN, true),
-    spec(Kind::Reset, "reset", 1, NO_AUTH, 0, CONN, true),
-    spec(Kind::Multi, "multi", 1, TX_FLAGS, 0, TX, false),
-    spec(Kind::Exec, "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], 0, &["@slow", "@transaction"], false),
-    spec(Kind::Discard, "discard", 1, TX_FLAGS, 0, TX, false),
-    spec(Kind::Watch, "watch", -2, TX_FLAGS, 1, TX, false),
-    spec(Kind::Unwatch, "unwatch", 1, TX_FLAGS, 0, TX, false),
-    spec(Kind::Role, "role", 1, &["noscript", "loading", "stale", "fast"], 0, &["@admin", "@fast", "@dangerous"], false),
-    spec(Kind::Time, "time", 1, &["loading", "stale", "fast"], 0, &["@fast"], false),
-    spec(Kind::DbSize, "dbsize", 1, READ, 0, &["@keyspace", "@read", "@fast"], false),
+    // kind, name, arity, flags, key position, ACL categories, what it needs
+    spec(Kind::Incr, "incr", 2, WRITE, 1, &["@write", "@string", "@fast"], MINT),
+    spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], MINT),
+    spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], MINT),
+    spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], MINT),
+    spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], MINT),
+    spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
+    spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),
+    spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, OPEN),
+    spec(Kind::Echo, "echo", 2, &["fast"], 0, CONN, ANY),
+    spec(Kind::Hello, "hello", -1, NO_AUTH, 0, CONN, OPEN),
+    spec(Kind::Auth, "auth", -2, NO_AUTH, 0, CONN, OPEN),
+    spec(Kind::Client, "client", -2, STALE_OK, 0, SLOW_CONN, ANY),
+    spec(Kind::Command, "command", -1, &["loading", "stale"], 0, SLOW_CONN, ANY),
+    spec(Kind::Config, "config", -2, &["admin", "noscript"], 0, &["@admin", "@slow"], ADMIN),
+    spec(Kind::Info, "info", -1, &["loading", "stale"], 0, &["@slow", "@dangerous"], METRICS),
+    spec(Kind::Select, "select", 2, &["loading", "stale", "fast"], 0, &["@fast"], ANY),
+    spec(Kind::Quit, "quit", -1, NO_AUTH, 0, CONN, OPEN),
+    spec(Kind::Reset, "reset", 1, NO_AUTH, 0, CONN, OPEN),
+    spec(Kind::Multi, "multi", 1, TX_FLAGS, 0, TX, ANY),
+    spec(Kind::Exec, "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], 0, &["@slow", "@transaction"], ANY),
+    spec(Kind::Discard, "discard", 1, TX_FLAGS, 0, TX, ANY),
+    spec(Kind::Watch, "watch", -2, TX_FLAGS, 1, TX, ANY),
+    spec(Kind::Unwatch, "unwatch", 1, TX_FLAGS, 0, TX, ANY),
+    spec(Kind::Role, "role", 1, &["noscript", "loading", "stale", "fast"], 0, &["@admin", "@fast", "@dangerous"], ANY),
+    spec(Kind::Time, "time", 1, &["loading", "stale", "fast"], 0, &["@fast"], ANY),
+    spec(Kind::DbSize, "dbsize", 1, READ, 0, &["@keyspace", "@read", "@fast"], ANY),
 ];
 
 #[allow(clippy::too_many_arguments)]
@@ -149,7 +158,7 @@ const fn spec(
     flags: &'static [&'static str],
     first_key: i64,
     categories: &'static [&'static str],
-    before_auth: bool,
+    need: Option<Need>,
 ) -> Spec {
     Spec {
         kind,
@@ -158,7 +167,7 @@ const fn spec(
         flags,
         first_key,
         categories,
-        before_auth,
+        need,
     }
 }
 
@@ -240,12 +249,52 @@ pub(super) fn help(out: &mut BytesMut, lines: &[&str]) {
 }
 
 impl Session {
+    /// Whether the connection's grant allows `command` (of `spec`, which needs `need`) and its
+    /// key (the tag); if not, the refusal is written: `-NOAUTH` before `AUTH`, `-NOPERM` for a
+    /// scope or tag outside the grant, as Redis' ACLs answer.
+    fn permitted(&self, spec: &Spec, need: Need, command: &Command, out: &mut BytesMut) -> bool {
+        let Some(grant) = &self.grant else {
+            encode::error(out, "NOAUTH Authentication required.");
+            return false;
+        };
+        if !grant.allows(need) {
+            encode::error_fmt(
+                out,
+                format_args!(
+                    "NOPERM this token may not run the '{}' command: it needs the {} scope",
+                    spec.name,
+                    need.scope_name()
+                ),
+            );
+            return false;
+        }
+        let key = usize::try_from(spec.first_key)
+            .ok()
+            .filter(|&at| at > 0)
+            .and_then(|at| command.args().get(at));
+        if let Some(tag) = key {
+            if !grant.allows_tag(tag) {
+                encode::error_fmt(
+                    out,
+                    format_args!(
+                        "NOPERM this token may not use the tag '{}'",
+                        tag.get(..128.min(tag.len()))
+                            .unwrap_or_default()
+                            .escape_ascii()
+                    ),
+                );
+                return false;
+            }
+        }
+        true
+    }
+
     /// Runs `command` without waiting when it can: `INCR` of a tag this connection has used,
     /// with an ID in memory, and a plain `IDMINT.SNOWFLAKE` the generator can answer at once.
     /// `None` means: run it with [`execute`](Self::execute).
     #[inline]
     pub(super) fn execute_now(&mut self, command: &Command, out: &mut BytesMut) -> Option<Flow> {
-        if !self.authenticated || self.transaction.is_some() {
+        if !self.may_mint || self.transaction.is_some() {
             return None;
         }
         match command.args() {
@@ -286,10 +335,11 @@ impl Session {
             self.doom_transaction();
             return Flow::Continue;
         }
-        if !self.authenticated && !spec.before_auth {
-            encode::error(out, "NOAUTH Authentication required.");
-            self.doom_transaction();
-            return Flow::Continue;
+        if let Some(need) = spec.need {
+            if !self.permitted(spec, need, command, out) {
+                self.doom_transaction();
+                return Flow::Continue;
+            }
         }
         if self.transaction.is_some() && !spec.kind.runs_inside_multi() {
             self.queue(command, out);
@@ -306,8 +356,17 @@ impl Session {
             Kind::Get => self.get(args, out),
             Kind::Ping => self.ping(args, out),
             Kind::Echo => encode::bulk(out, args.get(1).map_or(&[][..], |a| a)),
-            Kind::Hello => self.hello(args, out),
-            Kind::Auth => self.auth(args, out),
+            Kind::Hello | Kind::Auth => {
+                if spec.kind == Kind::Auth {
+                    self.auth(args, out).await;
+                } else {
+                    self.hello(args, out).await;
+                }
+                if self.auth_closing() {
+                    self.shared.tallies.auth_closed.add(self.peer);
+                    return Flow::Close;
+                }
+            }
             Kind::Client => self.client(args, out),
             Kind::Command => self.command(args, out),
             Kind::Config => self.config(args, out),
