@@ -636,7 +636,7 @@ pub struct TlsFiles {
 }
 
 /// Bounds on the connections of each listener (HTTP and the Redis protocol alike).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConnectionLimits {
     /// Most connections served at once.
     pub max_connections: usize,

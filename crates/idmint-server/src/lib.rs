@@ -23,5 +23,6 @@ mod tally;
 pub mod telemetry;
 #[cfg(test)]
 mod test_io;
+pub mod tls;
 
 pub use self::error::ServerError;

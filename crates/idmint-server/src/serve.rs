@@ -19,7 +19,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::Auth;
+use crate::auth::{Auth, TokenSources};
 use crate::config::ServeConfig;
 use crate::error::ServerError;
 use crate::http::{self, ConnectionOptions, HttpOptions};
@@ -28,6 +28,7 @@ use crate::io_threads::IoThreads;
 use crate::metered_store::metered;
 use crate::resp::{self, RespOptions};
 use crate::store_calls;
+use crate::tls::Tls;
 
 /// Runs the server until `shutdown` resolves, then stops it gracefully.
 pub async fn run(
@@ -44,6 +45,7 @@ pub async fn run(
     check_settings(&config, &layout, clock.now_ms())?;
     let auth = Arc::new(Auth::new(config.tokens.load()?));
     warn_if_open(&config, &auth);
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
     let http_listener = bind("http", "HTTP", config.http).await?;
     let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
     let store_options = StoreOptions {
@@ -78,7 +80,8 @@ pub async fn run(
     };
     let connections = ConnectionOptions {
         io: io.clone(),
-        limits: config.limits.clone(),
+        limits: config.limits,
+        tls: tls.clone(),
         ..ConnectionOptions::default()
     };
     let http_task = tokio::spawn(http::serve_with(
@@ -91,7 +94,8 @@ pub async fn run(
         auth: Arc::clone(&auth),
         io: io.clone(),
         max_count: config.max_count,
-        connections: config.limits.clone(),
+        connections: config.limits,
+        tls: tls.clone(),
         ..RespOptions::default()
     };
     let resp_task = tokio::spawn(resp::serve(
@@ -101,7 +105,14 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     ));
 
+    let reloads = tokio::spawn(reload_on_sighup(
+        config.tokens.clone(),
+        Arc::clone(&auth),
+        tls,
+    ));
+
     shutdown.await;
+    reloads.abort();
     tracing::info!("shutting down: no new connections; finishing requests in flight");
     stop.cancel();
     let drained = tokio::time::timeout(config.drain_timeout, async {
@@ -184,6 +195,37 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
     }
     Location::parse(&config.store).map_err(|error| refused("store", error))?;
     Ok(())
+}
+
+/// Reads the tokens and the TLS certificate again on each SIGHUP (a rotated token file, a
+/// renewed certificate). What fails to load is logged and the settings in use are kept.
+/// Without this handler SIGHUP would end the process, its default action.
+async fn reload_on_sighup(tokens: TokenSources, auth: Arc<Auth>, tls: Option<Tls>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+        tracing::warn!("SIGHUP cannot be handled: tokens and certificates load only at start");
+        return;
+    };
+    while hangups.recv().await.is_some() {
+        if tokens.any() {
+            match tokens
+                .load()
+                .map(|loaded| (loaded.len(), auth.replace(loaded)))
+            {
+                Ok((count, Ok(()))) => tracing::info!(tokens = count, "tokens reloaded"),
+                Ok((_, Err(reason))) => tracing::warn!(reason, "tokens not reloaded"),
+                Err(error) => tracing::warn!(%error, "tokens not reloaded; the ones in use stay"),
+            }
+        }
+        if let Some(tls) = &tls {
+            match tls.reload() {
+                Ok(()) => tracing::info!("TLS certificate reloaded"),
+                Err(error) => {
+                    tracing::warn!(%error, "TLS certificate not reloaded; the one in use stays")
+                }
+            }
+        }
+    }
 }
 
 /// Warns when a listener takes connections from other machines and no token is configured:

@@ -4,6 +4,9 @@
 //! Counters go to the global `metrics` recorder; `serve` installs the Prometheus one. Gauges
 //! that describe the ID service are set at scrape time by `GET /metrics`.
 
+use std::collections::HashSet;
+use std::sync::{Mutex, PoisonError};
+
 use idmint_core::Tag;
 use metrics::Counter;
 
@@ -91,6 +94,30 @@ impl Recorded {
     }
 }
 
+/// Most tags with metric series of their own: the first this many used since the start. The
+/// others share the series labelled [`OTHER_TAGS`], so a client that invents tag names cannot
+/// grow `/metrics` (and the recorder's memory) without bound.
+pub const METRIC_TAGS: usize = 100;
+
+/// The `tag` label of the tags beyond [`METRIC_TAGS`] (not a valid tag name, so never one).
+pub const OTHER_TAGS: &str = "(other)";
+
+/// The tags that have series of their own, in this process.
+static NAMED_TAGS: Mutex<Option<HashSet<Tag>>> = Mutex::new(None);
+
+/// The `tag` label of `tag`: its name while fewer than [`METRIC_TAGS`] tags have one (first
+/// come, kept for the process's life, so a counter's series never changes), else
+/// [`OTHER_TAGS`].
+pub(crate) fn tag_label(tag: &Tag) -> String {
+    let mut named = NAMED_TAGS.lock().unwrap_or_else(PoisonError::into_inner);
+    let named = named.get_or_insert_with(HashSet::new);
+    if named.contains(tag) || (named.len() < METRIC_TAGS && named.insert(tag.clone())) {
+        tag.as_str().to_owned()
+    } else {
+        OTHER_TAGS.to_owned()
+    }
+}
+
 /// Counts `n` segment IDs of `tag`.
 pub(crate) fn record_segment(tag: &Tag, n: u64) {
     segment_counter(tag).increment(n);
@@ -103,7 +130,7 @@ pub(crate) fn record_http_error(code: &'static str) {
 
 /// The counter of segment IDs of `tag`, for callers that keep the handle.
 pub(crate) fn segment_counter(tag: &Tag) -> Counter {
-    metrics::counter!(IDS_ISSUED, "kind" => "segment", "tag" => tag.as_str().to_owned())
+    metrics::counter!(IDS_ISSUED, "kind" => "segment", "tag" => tag_label(tag))
 }
 
 /// The counter of snowflakes, for callers that keep the handle.

@@ -37,6 +37,7 @@ use crate::config::ConnectionLimits;
 use crate::io_threads::{self, IoThreads};
 use crate::tally::ListenerTallies;
 use crate::telemetry;
+use crate::tls::Tls;
 
 /// How long a client may take to send a request line and its headers, counted from when the
 /// server starts waiting for them: when the connection is accepted, and on a keep-alive
@@ -63,6 +64,8 @@ pub struct ConnectionOptions {
     pub limits: ConnectionLimits,
     /// The threads that serve connections; `None` serves them on the accepting runtime.
     pub io: Option<Arc<IoThreads>>,
+    /// TLS: when set, every connection starts with a TLS handshake (`https://`).
+    pub tls: Option<Tls>,
 }
 
 impl Default for ConnectionOptions {
@@ -72,6 +75,7 @@ impl Default for ConnectionOptions {
             max_header_size: MAX_HEADER_SIZE,
             limits: ConnectionLimits::default(),
             io: None,
+            tls: None,
         }
     }
 }
@@ -128,14 +132,11 @@ pub async fn serve_with(
             peer,
             permit,
         } = admitted;
-        let seen = Arc::new(AtomicBool::new(false));
-        let service = FirstRequest {
-            inner: TowerToHyperService::new(router.clone()),
-            seen: Arc::clone(&seen),
-        };
+        let service = TowerToHyperService::new(router.clone());
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let tallies = Arc::clone(&tallies);
+        let tls = options.tls.clone();
         io_threads::spawn_on(&runtime, async move {
             let stream = match stream.attach() {
                 Ok(stream) => stream,
@@ -144,23 +145,27 @@ pub async fn serve_with(
                     return;
                 }
             };
-            let connection = watcher.watch(builder.serve_connection(TokioIo::new(stream), service));
-            let mut connection = std::pin::pin!(connection);
-            let first_request_by = tokio::time::sleep(limits.auth_timeout);
-            let ended = tokio::select! {
-                ended = connection.as_mut() => ended,
-                () = first_request_by, if !seen.load(Ordering::Relaxed) => {
-                    if seen.load(Ordering::Relaxed) {
-                        connection.await
-                    } else {
-                        tallies.auth_timeout.add(peer);
-                        Ok(())
+            let connection = Connection {
+                builder,
+                service,
+                watcher,
+                limits,
+                tallies: &tallies,
+                peer,
+            };
+            match tls {
+                None => connection.serve(stream).await,
+                Some(tls) => {
+                    match tokio::time::timeout(limits.auth_timeout, tls.http().accept(stream)).await
+                    {
+                        Ok(Ok(stream)) => connection.serve(stream).await,
+                        Ok(Err(error)) => {
+                            tracing::debug!(%peer, %error, "TLS handshake failed");
+                            tallies.tls_failed.add(peer);
+                        }
+                        Err(_) => tallies.tls_failed.add(peer),
                     }
                 }
-            };
-            // A header read timeout, a malformed request or a peer gone are all ordinary here.
-            if let Err(error) = ended {
-                tracing::debug!(%peer, %error, "HTTP connection ended");
             }
             drop(permit);
         });
@@ -168,6 +173,51 @@ pub async fn serve_with(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// What serving one admitted connection takes.
+struct Connection<'a> {
+    builder: http1::Builder,
+    service: TowerToHyperService<Router>,
+    watcher: hyper_util::server::graceful::Watcher,
+    limits: ConnectionLimits,
+    tallies: &'a ListenerTallies,
+    peer: std::net::SocketAddr,
+}
+
+impl Connection<'_> {
+    /// Serves requests on `stream` (TCP, or TLS over it) until it closes; closes it when no
+    /// request arrived within `auth_timeout`.
+    async fn serve<S>(self, stream: S)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let seen = Arc::new(AtomicBool::new(false));
+        let service = FirstRequest {
+            inner: self.service,
+            seen: Arc::clone(&seen),
+        };
+        let connection = self
+            .watcher
+            .watch(self.builder.serve_connection(TokioIo::new(stream), service));
+        let mut connection = std::pin::pin!(connection);
+        let first_request_by = tokio::time::sleep(self.limits.auth_timeout);
+        let ended = tokio::select! {
+            ended = connection.as_mut() => ended,
+            () = first_request_by, if !seen.load(Ordering::Relaxed) => {
+                if seen.load(Ordering::Relaxed) {
+                    connection.await
+                } else {
+                    self.tallies.auth_timeout.add(self.peer);
+                    Ok(())
+                }
+            }
+        };
+        // A header read timeout, a malformed request or a peer gone are all ordinary here.
+        if let Err(error) = ended {
+            tracing::debug!(peer = %self.peer, %error, "HTTP connection ended");
+        }
+    }
 }
 
 /// The router's service, noting that a request arrived (the first one ends the connection's

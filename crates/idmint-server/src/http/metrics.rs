@@ -12,8 +12,8 @@ use super::errors::ApiError;
 use super::state::AppState;
 use crate::ids::Ids;
 use crate::telemetry::{
-    CLOCK_DIVERGENCE_MS, LEASE_HELD, SEGMENT_BUFFERED_IDS, SEGMENT_BUFFER_SECONDS, SEGMENT_RATE,
-    SEGMENT_STEP, SNOWFLAKE_LEAD_MS, WORKER_ID,
+    tag_label, CLOCK_DIVERGENCE_MS, LEASE_HELD, OTHER_TAGS, SEGMENT_BUFFERED_IDS,
+    SEGMENT_BUFFER_SECONDS, SEGMENT_RATE, SEGMENT_STEP, SNOWFLAKE_LEAD_MS, WORKER_ID,
 };
 
 /// Sets the gauges that describe the ID service now.
@@ -23,18 +23,57 @@ fn refresh_gauges(ids: &Ids) {
     metrics::gauge!(WORKER_ID).set(keeper.lease().worker_id as f64);
     metrics::gauge!(SNOWFLAKE_LEAD_MS).set(keeper.generator().lead_ms() as f64);
     metrics::gauge!(CLOCK_DIVERGENCE_MS).set(ids.clock().divergence_ms() as f64);
+    // The tags beyond `METRIC_TAGS` are summed into one series (their shortest buffer time,
+    // their largest step), so a scrape stays small whatever the number of tags.
+    let mut other: Option<TagGauges> = None;
     for buffer in ids.segments().buffers() {
-        let tag = buffer.tag().as_str().to_owned();
         let buffered = buffer.remaining();
-        let seconds = match buffer.outage_budget() {
-            Some(budget) => budget.as_secs_f64(),
-            None if buffered > 0 => f64::INFINITY,
-            None => 0.0,
+        let gauges = TagGauges {
+            seconds: match buffer.outage_budget() {
+                Some(budget) => budget.as_secs_f64(),
+                None if buffered > 0 => f64::INFINITY,
+                None => 0.0,
+            },
+            buffered: buffered as f64,
+            step: buffer.step() as f64,
+            rate: buffer.rate_per_sec(),
         };
-        metrics::gauge!(SEGMENT_BUFFER_SECONDS, "tag" => tag.clone()).set(seconds);
-        metrics::gauge!(SEGMENT_BUFFERED_IDS, "tag" => tag.clone()).set(buffered as f64);
-        metrics::gauge!(SEGMENT_STEP, "tag" => tag.clone()).set(buffer.step() as f64);
-        metrics::gauge!(SEGMENT_RATE, "tag" => tag).set(buffer.rate_per_sec());
+        let label = tag_label(buffer.tag());
+        if label == OTHER_TAGS {
+            other = Some(other.map_or(gauges, |sum| sum.merge(gauges)));
+        } else {
+            gauges.set(label);
+        }
+    }
+    if let Some(other) = other {
+        other.set(OTHER_TAGS.to_owned());
+    }
+}
+
+/// The scrape-time gauges of one tag (or of the tags summed as `(other)`).
+#[derive(Debug, Clone, Copy)]
+struct TagGauges {
+    seconds: f64,
+    buffered: f64,
+    step: f64,
+    rate: f64,
+}
+
+impl TagGauges {
+    fn merge(self, more: Self) -> Self {
+        Self {
+            seconds: self.seconds.min(more.seconds),
+            buffered: self.buffered + more.buffered,
+            step: self.step.max(more.step),
+            rate: self.rate + more.rate,
+        }
+    }
+
+    fn set(self, tag: String) {
+        metrics::gauge!(SEGMENT_BUFFER_SECONDS, "tag" => tag.clone()).set(self.seconds);
+        metrics::gauge!(SEGMENT_BUFFERED_IDS, "tag" => tag.clone()).set(self.buffered);
+        metrics::gauge!(SEGMENT_STEP, "tag" => tag.clone()).set(self.step);
+        metrics::gauge!(SEGMENT_RATE, "tag" => tag).set(self.rate);
     }
 }
 

@@ -67,7 +67,22 @@ pub async fn serve(
                     match stream.attach() {
                         Ok(stream) => {
                             let local = stream.local_addr().ok();
-                            connection::run(stream, peer, local, shared, stopped).await;
+                            match shared.options.tls.clone() {
+                                None => connection::run(stream, peer, local, shared, stopped).await,
+                                Some(tls) => {
+                                    let within = shared.options.connections.auth_timeout;
+                                    match tokio::time::timeout(within, tls.resp().accept(stream)).await {
+                                        Ok(Ok(stream)) => {
+                                            connection::run(stream, peer, local, shared, stopped).await;
+                                        }
+                                        Ok(Err(error)) => {
+                                            tracing::debug!(%peer, %error, "TLS handshake failed");
+                                            shared.tallies.tls_failed.add(peer);
+                                        }
+                                        Err(_) => shared.tallies.tls_failed.add(peer),
+                                    }
+                                }
+                            }
                         }
                         Err(error) => {
                             tracing::debug!(%peer, %error, "RESP connection could not be attached");

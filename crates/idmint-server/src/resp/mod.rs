@@ -40,6 +40,7 @@ use idmint_resp::Limits;
 use crate::auth::Auth;
 use crate::config::ConnectionLimits;
 use crate::io_threads::IoThreads;
+use crate::tls::Tls;
 
 pub use self::listener::serve;
 
@@ -82,6 +83,8 @@ pub struct RespOptions {
     pub partial_request_timeout: Duration,
     /// The threads that serve connections; `None` serves them on the accepting runtime.
     pub io: Option<Arc<IoThreads>>,
+    /// TLS: when set, every connection starts with a TLS handshake (`rediss://`).
+    pub tls: Option<Tls>,
 }
 
 impl Default for RespOptions {
@@ -93,6 +96,7 @@ impl Default for RespOptions {
             connections: ConnectionLimits::default(),
             partial_request_timeout: Duration::from_secs(30),
             io: None,
+            tls: None,
         }
     }
 }
@@ -107,6 +111,7 @@ impl fmt::Debug for RespOptions {
             .field("connections", &self.connections)
             .field("partial_request_timeout", &self.partial_request_timeout)
             .field("io_threads", &self.io.as_ref().map(|io| io.len()))
+            .field("tls", &self.tls)
             .finish()
     }
 }

@@ -21,17 +21,17 @@ use crate::common::{free_port, sqlite_url, Server};
 const TOKEN: &str = "compat-token";
 
 /// Where `tests/clients/setup` put the libraries.
-struct Libraries {
-    python: PathBuf,
+pub(crate) struct Libraries {
+    pub(crate) python: PathBuf,
     node_dir: PathBuf,
 }
 
-fn repo() -> PathBuf {
+pub(crate) fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// Installs the client libraries once per test run (they are cached between runs).
-fn libraries() -> &'static Libraries {
+pub(crate) fn libraries() -> &'static Libraries {
     static LIBRARIES: OnceLock<Libraries> = OnceLock::new();
     LIBRARIES.get_or_init(|| {
         let output = Command::new(repo().join("tests/clients/setup"))

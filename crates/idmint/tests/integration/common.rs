@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The `idmint` binary under test, logging plainly at `info` to a piped stderr (the tests read
@@ -25,6 +26,8 @@ pub struct Server {
     pub resp: String,
     /// The log line that says it serves (addresses, layout, worker ID, node name).
     pub serving: String,
+    /// Every log line after that one, as it arrives.
+    log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Server {
@@ -69,8 +72,15 @@ impl Server {
                 break line;
             }
         };
-        // Keep draining the log so the server never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
+        // Keep draining the log so the server never blocks on a full pipe; keep it for tests
+        // that read it.
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let kept = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                kept.lock().unwrap().push(line);
+            }
+        });
         let field = |name: &str| {
             let start = serving.find(&format!("{name}=")).unwrap() + name.len() + 1;
             serving[start..]
@@ -84,7 +94,13 @@ impl Server {
             resp: format!("redis://{}/", field("resp")),
             serving,
             child,
+            log,
         }
+    }
+
+    /// The log lines written since it served.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
     }
 
     /// The server's process ID, to signal it.

@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the ID space, start-up checks. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -11,5 +11,6 @@ mod damaged_store;
 mod hostile_input;
 mod id_space;
 mod layout_end;
+mod security;
 mod serve;
 mod starting;

@@ -19,6 +19,9 @@ use crate::resp::connection::Session;
 /// version is `idmint_version`.
 const REDIS_VERSION: &str = "7.0.0";
 
+/// Most `segmentN:` lines in `INFO`: the busiest tags.
+const INFO_TAGS: usize = 100;
+
 /// idmint's version.
 pub(super) const IDMINT_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -254,18 +257,30 @@ impl Session {
                     u8::from(ids.keeper().is_held()).to_string(),
                 ),
             ];
-            let buffers = ids.segments().buffers();
+            // Rates snapshotted once: they move while the list is sorted.
+            let mut buffers: Vec<_> = ids
+                .segments()
+                .buffers()
+                .into_iter()
+                .map(|buffer| (buffer.rate_per_sec(), buffer))
+                .collect();
             fields.push(("segment_tags", buffers.len().to_string()));
             // One `segmentN:` line per tag, like Redis' `slaveN:` lines (a tag may hold `:`,
-            // so it is a value, never a key).
+            // so it is a value, never a key): the busiest [`INFO_TAGS`], so that a node with
+            // thousands of tags answers `INFO` in a few kilobytes.
+            let shown = buffers.len().min(INFO_TAGS);
+            if shown < buffers.len() {
+                buffers.select_nth_unstable_by(shown, |a, b| b.0.total_cmp(&a.0));
+                buffers.truncate(shown);
+            }
+            buffers.sort_by(|a, b| b.0.total_cmp(&a.0));
             let names: Vec<String> = (0..buffers.len()).map(|i| format!("segment{i}")).collect();
-            for (name, buffer) in names.iter().zip(&buffers) {
+            for (name, (rate, buffer)) in names.iter().zip(&buffers) {
                 let value = format!(
-                    "tag={},remaining={},step={},rate_per_sec={:.1}",
+                    "tag={},remaining={},step={},rate_per_sec={rate:.1}",
                     buffer.tag(),
                     buffer.remaining(),
                     buffer.step(),
-                    buffer.rate_per_sec(),
                 );
                 fields.push((name.as_str(), value));
             }
