@@ -16,6 +16,8 @@
 //!
 //! Each dialect's module documents why its choices keep the invariants.
 
+#[cfg(feature = "sqlite")]
+mod group_commit;
 mod rows;
 mod statements;
 
@@ -78,6 +80,20 @@ pub(crate) enum Session<DB: Database> {
     /// A connection of its own, closed at the end (with any session state, e.g. locks).
     #[cfg_attr(not(feature = "mysql"), allow(dead_code))]
     Own(DB::Connection),
+    /// A part of a transaction shared with other calls, committed with theirs (SQLite's
+    /// `group_commit`).
+    #[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
+    Shared(Box<dyn SharedTx<DB>>),
+}
+
+/// A call's part of a transaction shared with other calls.
+pub(crate) trait SharedTx<DB: Database>: Send {
+    /// The shared connection, while the call runs.
+    fn conn(&mut self) -> &mut DB::Connection;
+    /// Ends the call's part; resolves once the shared transaction's commit is known.
+    fn finish(
+        self: Box<Self>,
+    ) -> std::pin::Pin<Box<dyn Future<Output = std::result::Result<(), sqlx::Error>> + Send>>;
 }
 
 impl<DB: Database> Session<DB> {
@@ -87,6 +103,7 @@ impl<DB: Database> Session<DB> {
             Session::Tx(tx) => tx,
             Session::Pooled(conn) => conn,
             Session::Own(conn) => conn,
+            Session::Shared(part) => part.conn(),
         }
     }
 
@@ -96,6 +113,7 @@ impl<DB: Database> Session<DB> {
             Session::Tx(tx) => tx.commit().await,
             Session::Pooled(_) => Ok(()),
             Session::Own(conn) => conn.close().await,
+            Session::Shared(part) => part.finish().await,
         }
     }
 }

@@ -18,6 +18,7 @@ use sqlx::sqlite::{
 };
 use sqlx::{Pool, Sqlite};
 
+use super::group_commit::GroupCommit;
 use super::{Access, Dialect, Session, SqlStore};
 use crate::bounded::{is_corrupt, sql_error};
 use crate::location::Location;
@@ -33,9 +34,12 @@ const INTEGRITY_CHECK: &str = "PRAGMA integrity_check(5)";
 /// take it for a table name.
 const FIRST_REPORT: &str = "SELECT * FROM pragma_integrity_check LIMIT 1";
 
-/// SQLite's part of the SQL store.
-#[derive(Debug)]
-pub(crate) struct SqliteDialect;
+/// SQLite's part of the SQL store: the writes of concurrent calls share transactions
+/// (`group_commit`).
+#[derive(Debug, Default)]
+pub(crate) struct SqliteDialect {
+    group: GroupCommit,
+}
 
 impl Dialect for SqliteDialect {
     type Db = Sqlite;
@@ -95,14 +99,16 @@ impl Dialect for SqliteDialect {
         result.rows_affected()
     }
 
-    /// Every call that writes takes the write lock at its first statement.
+    /// Every call that writes takes the write lock at its first statement: a migration in a
+    /// transaction of its own, every other call in the shared one of its batch.
     async fn session(&self, pool: &Pool<Sqlite>, access: Access) -> Result<Session<Sqlite>> {
-        let _ = access;
-        let tx = pool
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(|e| sql_error("starting a write", e))?;
-        Ok(Session::Tx(tx))
+        let started = |e| sql_error("starting a write", e);
+        if access == Access::Migrate {
+            let tx = pool.begin_with("BEGIN IMMEDIATE").await.map_err(started)?;
+            return Ok(Session::Tx(tx));
+        }
+        let part = self.group.join(pool).await.map_err(started)?;
+        Ok(Session::Shared(Box::new(part)))
     }
 }
 
@@ -143,7 +149,7 @@ pub(crate) async fn open(
         })?;
     check_integrity(&pool, &location.display).await?;
     check_durability(&pool, &location.display, options.allow_non_durable).await?;
-    SqlStore::new(pool, SqliteDialect, options, &location.display).await
+    SqlStore::new(pool, SqliteDialect::default(), options, &location.display).await
 }
 
 /// The refusal of a damaged file: which file, the first problems SQLite reported, and what the

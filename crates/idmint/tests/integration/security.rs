@@ -425,23 +425,20 @@ fn token_guessing_is_slowed_and_its_log_bounded() {
 
 #[test]
 fn a_tag_flood_stops_at_the_cap_with_memory_metrics_and_shutdown_bounded() {
-    const CAP: usize = 2_000;
-    const ASKED: usize = 3_000;
-    let server = Server::start_with(
-        &sqlite_url("security-tags"),
-        "tags",
-        &["--max-tags", &CAP.to_string()],
-    );
+    // The default cap; the flood comes over CONNECTIONS connections, each pipelining its share.
+    const CAP: usize = 10_000;
+    const ASKED: usize = 12_000;
+    const CONNECTIONS: usize = 32;
+    let server = Server::start_with(&sqlite_url("security-tags"), "tags", &[]);
     let (web, redis) = (address(&server.http), address(&server.resp));
     let before = rss_kib(server.pid());
     let started = Instant::now();
-    // Four connections, each pipelining its share of new tags.
-    let floods: Vec<_> = (0..4)
+    let floods: Vec<_> = (0..CONNECTIONS)
         .map(|c| {
             std::thread::spawn(move || {
                 let mut resp = Resp::connect(redis);
                 let mut pipeline = String::new();
-                for t in (c..ASKED).step_by(4) {
+                for t in (c..ASKED).step_by(CONNECTIONS) {
                     let tag = format!("flood-{t}");
                     pipeline.push_str(&format!("*2\r\n$4\r\nINCR\r\n${}\r\n{tag}\r\n", tag.len()));
                 }
@@ -450,7 +447,7 @@ fn a_tag_flood_stops_at_the_cap_with_memory_metrics_and_shutdown_bounded() {
                     .write_all(pipeline.as_bytes())
                     .unwrap();
                 let (mut ok, mut capped) = (0, 0);
-                for _ in (c..ASKED).step_by(4) {
+                for _ in (c..ASKED).step_by(CONNECTIONS) {
                     let reply = resp.reply();
                     if reply.starts_with(':') {
                         ok += 1;
@@ -493,7 +490,7 @@ fn a_tag_flood_stops_at_the_cap_with_memory_metrics_and_shutdown_bounded() {
     server.stop();
     let stop_took = stopping.elapsed();
     eprintln!(
-        "{ASKED} new tags asked over 4 connections with --max-tags {CAP}: {ok} served, {capped} \
+        "{ASKED} new tags asked over {CONNECTIONS} connections, default --max-tags ({CAP}): {ok} served, {capped} \
          refused too_many_tags, in {flood_took:?}; RSS {before} -> {after} KiB; /metrics {} \
          bytes, {series} series, {} tag labels; INFO {info_len} bytes; SIGTERM to exit \
          {stop_took:?} (pid {pid})",
