@@ -11,6 +11,8 @@
 # the process whose CPU time is its cost, ep_label[NAME] its name in the table.
 
 declare -A ep_port=() ep_pid=() ep_label=()
+# The scheme of an HTTP port served over TLS (https); http when absent.
+declare -A port_scheme=()
 started_pids=() # idmint, redis-server and nginx, in start order
 pg_datas=()     # PostgreSQL data folders, stopped with pg_ctl
 
@@ -34,13 +36,14 @@ has() { command -v "$1" >/dev/null 2>&1; }
 # packages that the given parts need and this machine lacks.
 install_missing() {
   local part pkgs=() want_redis=false want_pg=false want_nginx=false want_wrk=false
-  local want_py=false
+  local want_py=false want_openssl=false
   for part in "$@"; do
     case $part in
       resp | lua | plot) want_redis=true ;;
       pg) want_redis=true want_pg=true ;; # redis-benchmark is idmint's client there
       http) want_nginx=true want_wrk=true ;;
       mem) want_redis=true want_wrk=true ;;
+      sec) want_redis=true want_wrk=true want_openssl=true ;;
     esac
     case $part in plot | inproc) want_py=true ;; esac
   done
@@ -54,6 +57,7 @@ install_missing() {
   if $want_nginx && ! has nginx; then pkgs+=(nginx); fi
   if $want_wrk && ! has wrk; then pkgs+=(wrk); fi
   if $want_py && ! has python3; then pkgs+=(python3); fi
+  if $want_openssl && ! has openssl; then pkgs+=(openssl); fi
   has curl || pkgs+=(curl) # waits for the servers to be ready
   [ ${#pkgs[@]} -gt 0 ] || return 0
 

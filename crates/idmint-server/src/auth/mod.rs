@@ -16,6 +16,7 @@
 mod tokens;
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -165,10 +166,14 @@ impl Tokens {
     /// The grant of the token `presented`, if it is one of them. Every digest is compared, in
     /// constant time, whichever matches.
     pub(crate) fn check(&self, presented: &[u8]) -> Option<Arc<Grant>> {
-        let wanted = digest(presented);
+        self.check_digest(&digest(presented))
+    }
+
+    /// The grant of the token whose SHA-256 is `wanted`.
+    pub(crate) fn check_digest(&self, wanted: &[u8; 32]) -> Option<Arc<Grant>> {
         let mut found = None;
         for entry in &self.entries {
-            if secret_eq(&wanted, &entry.digest) && found.is_none() {
+            if secret_eq(wanted, &entry.digest) && found.is_none() {
                 found = Some(Arc::clone(&entry.grant));
             }
         }
@@ -179,6 +184,9 @@ impl Tokens {
 /// The tokens one server checks, replaceable while it runs (on SIGHUP).
 pub struct Auth {
     current: ArcSwap<Tokens>,
+    /// Bumped by every [`Auth::replace`]: a connection that authenticated under an older set
+    /// looks its token up again before its next command, so a revoked token stops at once.
+    generation: AtomicU64,
     /// Whether tokens are required: fixed at start, so a reload cannot turn authentication
     /// off (or on behind connections that never authenticated).
     required: bool,
@@ -205,6 +213,7 @@ impl Auth {
         Self {
             required: !tokens.is_empty(),
             current: ArcSwap::from_pointee(tokens),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -228,6 +237,17 @@ impl Auth {
         self.current.load().check(presented)
     }
 
+    /// The grant of the token with SHA-256 `digest`, if it is a valid token now.
+    pub(crate) fn check_digest(&self, digest: &[u8; 32]) -> Option<Arc<Grant>> {
+        self.current.load().check_digest(digest)
+    }
+
+    /// How many times the tokens were replaced.
+    #[inline]
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     /// Replaces the tokens (a reload). Refused when it would turn authentication on or off:
     /// that takes a restart.
     pub fn replace(&self, tokens: Tokens) -> Result<(), &'static str> {
@@ -239,6 +259,7 @@ impl Auth {
             });
         }
         self.current.store(Arc::new(tokens));
+        self.generation.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 }

@@ -67,6 +67,9 @@
 //!   `idmint_segment_rate_per_second{tag}`, `idmint_lease_held` (0/1), `idmint_worker_id`,
 //!   `idmint_snowflake_lead_ms` (gauges).
 //!
+//! Per-tag series exist for the first 100 tags used (`telemetry::METRIC_TAGS`); the others
+//! share `tag="(other)"`, so the scrape stays small whatever the number of tags.
+//!
 //! Clock divergence is not reachable from [`Ids`] (it does not expose its clock), so the
 //! composition root exports it if it wants it.
 

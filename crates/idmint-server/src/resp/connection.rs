@@ -62,6 +62,10 @@ pub(super) struct Session {
     pub(super) grant: Option<Arc<Grant>>,
     /// Whether `grant` allows minting: the fast path's one check.
     pub(super) may_mint: bool,
+    /// The SHA-256 of the token that gave `grant`, and the tokens' generation it was checked
+    /// against: after a reload the token is looked up again (`recheck_token`).
+    pub(super) token: Option<[u8; 32]>,
+    pub(super) tokens_seen: u64,
     /// Wrong tokens sent so far.
     pub(super) auth_failures: u32,
     /// Whether a complete command has arrived (until then, and until `AUTH` when tokens are
@@ -95,6 +99,8 @@ impl Session {
         Self {
             may_mint: grant.as_ref().is_some_and(|g| g.allows(Need::Mint)),
             grant,
+            token: None,
+            tokens_seen: 0,
             auth_failures: 0,
             greeted: false,
             id: shared.client_id(),
@@ -419,6 +425,9 @@ async fn linger<S: Stream>(stream: &mut S, scratch: &mut BytesMut) {
 #[inline]
 async fn run_command(session: &mut Session, command: &Command, out: &mut BytesMut) -> Flow {
     session.commands_pending += 1;
+    if session.token.is_some() && session.tokens_seen != session.shared.options.auth.generation() {
+        session.recheck_token();
+    }
     if let Some(flow) = session.execute_now(command, out) {
         return flow;
     }

@@ -85,8 +85,9 @@ impl Server {
             .unwrap()
     }
 
+    /// `GET path`, with the token when the server has one.
     async fn get(&self, path: &str) -> reqwest::Response {
-        self.send(Method::GET, path).await
+        self.admin(Method::GET, path).send().await.unwrap()
     }
 
     fn admin(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
@@ -387,7 +388,14 @@ async fn admin_routes_need_the_token() {
             .unwrap();
         assert_error(wrong, 403, "forbidden").await;
     }
-    // The ID routes stay open.
+    // With a token configured, the ID routes want it too; the health checks do not.
+    assert_error(
+        server.send(Method::GET, "/v1/snowflake").await,
+        401,
+        "unauthorized",
+    )
+    .await;
+    ok_json(server.send(Method::GET, "/healthz").await).await;
     ok_json(server.get("/v1/snowflake").await).await;
     ok_json(server.admin(Method::GET, "/v1/tags").send().await.unwrap()).await;
     server.stop().await;
@@ -752,7 +760,12 @@ async fn a_tag_is_served_to_its_last_id_then_409_tag_exhausted() {
 
     // Requests that need more than is left fail whole and take nothing.
     let lease = "/v1/segment/end/lease?size=6";
-    assert_error(server.send(Method::POST, lease).await, 409, "tag_exhausted").await;
+    assert_error(
+        server.admin(Method::POST, lease).send().await.unwrap(),
+        409,
+        "tag_exhausted",
+    )
+    .await;
     assert_error(
         server.get("/v1/segment/end?count=6").await,
         409,
@@ -763,8 +776,10 @@ async fn a_tag_is_served_to_its_last_id_then_409_tag_exhausted() {
     assert_eq!(ids, vec![LAST_ID - 4, LAST_ID - 3]);
     let run = ok_json(
         server
-            .send(Method::POST, "/v1/segment/end/lease?size=2")
-            .await,
+            .admin(Method::POST, "/v1/segment/end/lease?size=2")
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     assert_eq!(run["start"], (LAST_ID - 2).to_string());
@@ -791,7 +806,12 @@ async fn a_tag_is_served_to_its_last_id_then_409_tag_exhausted() {
     )
     .await;
     let lease = "/v1/segment/end/lease?size=1";
-    assert_error(server.send(Method::POST, lease).await, 409, "tag_exhausted").await;
+    assert_error(
+        server.admin(Method::POST, lease).send().await.unwrap(),
+        409,
+        "tag_exhausted",
+    )
+    .await;
     let info = ok_json(
         server
             .admin(Method::GET, "/v1/tags/end")

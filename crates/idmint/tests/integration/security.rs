@@ -244,7 +244,11 @@ fn scoped_tokens_guard_both_front_ends_and_reload_on_sighup() {
     assert_eq!(resp.call(&["AUTH", "default", ADMIN]), "+OK");
     assert!(resp.call(&["CONFIG", "GET", "maxclients"]).starts_with('*'));
 
-    // A new tokens file, then SIGHUP: the orders token is replaced at once on HTTP.
+    // A new tokens file, then SIGHUP: the orders token stops at once, on HTTP and on Redis
+    // connections that authenticated with it before.
+    let mut before_reload = Resp::connect(address(&server.resp));
+    assert_eq!(before_reload.call(&["AUTH", ORDERS]), "+OK");
+    assert!(before_reload.call(&["INCR", "orders"]).starts_with(':'));
     tokens_file(&dir, "rotated-orders-secret-0123456789");
     hangup(&server);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -257,6 +261,10 @@ fn scoped_tokens_guard_both_front_ends_and_reload_on_sighup() {
     }
     let rotated = "rotated-orders-secret-0123456789";
     assert_eq!(http(web, "GET", "/v1/snowflake", Some(rotated)).0, 200);
+    let reply = before_reload.call(&["INCR", "orders"]);
+    assert!(reply.starts_with("-NOAUTH"), "{reply}");
+    assert_eq!(before_reload.call(&["AUTH", rotated]), "+OK");
+    assert!(before_reload.call(&["INCR", "orders"]).starts_with(':'));
     assert!(server
         .log()
         .iter()

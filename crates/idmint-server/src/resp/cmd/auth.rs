@@ -9,7 +9,10 @@ use idmint_resp::{encode, Protocol};
 
 use super::client::{valid_client_name, BAD_CLIENT_NAME};
 use super::info::IDMINT_VERSION;
-use crate::auth::{Grant, Need};
+use crate::auth::{digest, Grant, Need};
+
+/// A grant and the SHA-256 of the token that gave it (none without tokens).
+type Granted = (Arc<Grant>, Option<[u8; 32]>);
 use crate::resp::connection::Session;
 use crate::resp::reply;
 
@@ -43,20 +46,23 @@ impl Session {
         &mut self,
         user: Option<&[u8]>,
         password: &[u8],
-    ) -> Result<Arc<Grant>, &'static str> {
+    ) -> Result<Granted, &'static str> {
         if !self.shared.options.auth.required() {
             return match user {
                 None => Err(NO_PASSWORD),
-                Some(b"default") => Ok(Grant::open()),
+                Some(b"default") => Ok((Grant::open(), None)),
                 Some(_) => Err(WRONGPASS),
             };
         }
-        let grant =
-            self.shared.options.auth.check(password).filter(|grant| {
-                user.is_none_or(|u| u == b"default" || u == grant.name().as_bytes())
-            });
+        let token = digest(password);
+        let grant = self
+            .shared
+            .options
+            .auth
+            .check_digest(&token)
+            .filter(|grant| user.is_none_or(|u| u == b"default" || u == grant.name().as_bytes()));
         match grant {
-            Some(grant) => Ok(grant),
+            Some(grant) => Ok((grant, Some(token))),
             None => {
                 self.auth_failures += 1;
                 self.shared.tallies.auth_failures.add(self.peer);
@@ -72,12 +78,30 @@ impl Session {
         self.auth_failures >= MAX_AUTH_FAILURES
     }
 
-    /// Gives the connection `grant`: what it may run from now on. The tags it cached under
-    /// another grant are forgotten, so the fast path never serves a tag the new one refuses.
-    pub(in crate::resp) fn set_grant(&mut self, grant: Option<Arc<Grant>>) {
+    /// Gives the connection `grant`, from the token with SHA-256 `token` (none when no token
+    /// is configured): what it may run from now on. The tags it cached under another grant are
+    /// forgotten, so the fast path never serves a tag the new one refuses.
+    pub(in crate::resp) fn set_grant(
+        &mut self,
+        grant: Option<Arc<Grant>>,
+        token: Option<[u8; 32]>,
+    ) {
         self.may_mint = grant.as_ref().is_some_and(|g| g.allows(Need::Mint));
         self.tags.clear();
         self.grant = grant;
+        self.token = token;
+        self.tokens_seen = self.shared.options.auth.generation();
+    }
+
+    /// After the tokens were reloaded: the connection's token looked up again, so a token
+    /// removed from the file stops working on connections already open, at their next command.
+    #[cold]
+    pub(in crate::resp) fn recheck_token(&mut self) {
+        let grant = self
+            .token
+            .and_then(|token| self.shared.options.auth.check_digest(&token));
+        let token = grant.as_ref().and(self.token);
+        self.set_grant(grant, token);
     }
 
     /// `AUTH [username] password`.
@@ -88,8 +112,8 @@ impl Session {
             _ => return encode::error(out, "ERR syntax error"),
         };
         match self.check_credentials(user, password).await {
-            Ok(grant) => {
-                self.set_grant(Some(grant));
+            Ok((grant, token)) => {
+                self.set_grant(Some(grant), token);
                 encode::ok(out);
             }
             Err(message) => encode::error(out, message),
@@ -149,8 +173,8 @@ impl Session {
         if granted.is_none() && self.grant.is_none() {
             return encode::error(out, HELLO_NOAUTH);
         }
-        if granted.is_some() {
-            self.set_grant(granted);
+        if let Some((grant, token)) = granted {
+            self.set_grant(Some(grant), token);
         }
         self.protocol = protocol;
         if let Some(name) = name {

@@ -30,7 +30,7 @@ impl Session {
     /// `RESET`: back to a new connection's state (RESP2, integer IDs, no transaction, not
     /// authenticated when a token is set, no name).
     pub(super) fn reset(&mut self, out: &mut BytesMut) {
-        self.set_grant(self.shared.initial_grant());
+        self.set_grant(self.shared.initial_grant(), None);
         self.name = None;
         self.protocol = Protocol::Resp2;
         self.format = IdFormat::Integer;
