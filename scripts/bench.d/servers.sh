@@ -148,21 +148,23 @@ retry_or_die() {
   note "$name did not come up (try $try of $tries); again on other ports"
 }
 
-http_ok() { curl -fsS -o /dev/null --max-time 2 "$1"; }
+# (-k: the sec part's TLS idmint has a self-signed certificate.)
+http_ok() { curl -kfsS -o /dev/null --max-time 2 "$1"; }
 
 # start_idmint NAME [SERVE-FLAGS...]: an idmint on its own SQLite file, endpoints NAME.resp and
 # NAME.http.
 start_idmint() {
-  local name=$1 dir=$tmp/idmint-$1 http resp pid try
+  local name=$1 dir=$tmp/idmint-$1 http resp pid try scheme=http
   shift
   mkdir -p "$dir"
+  case " $* " in *" --tls-cert "*) scheme=https ;; esac
   for ((try = 1; ; try++)); do
     http=$(free_port)
     resp=$(free_port)
     "$idmint_bin" serve --store "sqlite://$dir/idmint.db" --data-dir "$dir" \
       --http "127.0.0.1:$http" --resp "127.0.0.1:$resp" "$@" </dev/null >>"$dir/idmint.log" 2>&1 &
     pid=$!
-    wait_until "$pid" http_ok "http://127.0.0.1:$http/readyz" && break
+    wait_until "$pid" http_ok "$scheme://127.0.0.1:$http/readyz" && break
     retry_or_die "$try" "idmint ($name)" "$pid" "$dir/idmint.log"
   done
   started_pids+=("$pid")
