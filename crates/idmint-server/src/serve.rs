@@ -9,6 +9,7 @@
 //! so a restart continues with no gap and without borrowing time.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -234,17 +235,24 @@ fn warn_if_open(config: &ServeConfig, auth: &Auth) {
     if auth.required() {
         return;
     }
-    for (setting, address) in [("http", config.http), ("resp", config.resp)] {
-        if !address.ip().is_loopback() {
-            tracing::warn!(
-                listener = setting,
-                %address,
-                "--{setting} listens beyond this machine and no token is configured: anyone \
-                 who can reach it may take IDs, create tags and read the metrics; set \
-                 --tokens-file or --admin-token-file (SECURITY.md)"
-            );
-        }
+    for (setting, address) in beyond_this_machine(config) {
+        tracing::warn!(
+            listener = setting,
+            %address,
+            "--{setting} listens beyond this machine and no token is configured: anyone \
+             who can reach it may take IDs, create tags and read the metrics; set \
+             --tokens-file or --admin-token-file (SECURITY.md)"
+        );
     }
+}
+
+/// The listeners (setting name, address) reachable from other machines: any address but a
+/// loopback one, an IPv4-mapped IPv6 loopback (`::ffff:127.0.0.1`) counting as loopback.
+fn beyond_this_machine(config: &ServeConfig) -> Vec<(&'static str, SocketAddr)> {
+    [("http", config.http), ("resp", config.resp)]
+        .into_iter()
+        .filter(|(_, address)| !address.ip().to_canonical().is_loopback())
+        .collect()
 }
 
 /// Installs the Prometheus recorder for the process; a second server in the same process (tests)
@@ -282,7 +290,7 @@ async fn metrics_upkeep(handle: PrometheusHandle) {
 async fn bind(
     setting: &'static str,
     what: &'static str,
-    address: std::net::SocketAddr,
+    address: SocketAddr,
 ) -> Result<TcpListener, ServerError> {
     TcpListener::bind(address)
         .await
@@ -324,7 +332,11 @@ fn log_started(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use idmint_core::ManualClock;
+
+    use crate::config::PartialConfig;
 
     use super::*;
 
@@ -341,11 +353,9 @@ mod tests {
 
     #[test]
     fn settings_the_layout_and_store_decide_are_checked_before_anything_opens() {
-        let Ok(base) = ServeConfig::resolve(
-            crate::config::PartialConfig::default(),
-            crate::config::PartialConfig::default(),
-            "h",
-        ) else {
+        let Ok(base) =
+            ServeConfig::resolve(PartialConfig::default(), PartialConfig::default(), "h")
+        else {
             panic!("the defaults do not resolve");
         };
         let layout = "time:41@1ms,dc:2,worker:3,seq:12";
@@ -394,6 +404,32 @@ mod tests {
                     if ends_at == "1970-01-01T00:00:04.000Z"
             ),
             "{refused:?}"
+        );
+    }
+
+    /// The listeners the startup warning names: only those other machines can reach.
+    fn exposed(http: &str, resp: &str) -> Vec<&'static str> {
+        let command_line = PartialConfig {
+            http: Some(http.parse().unwrap()),
+            resp: Some(resp.parse().unwrap()),
+            ..PartialConfig::default()
+        };
+        let config = ServeConfig::resolve(command_line, PartialConfig::default(), "h").unwrap();
+        beyond_this_machine(&config)
+            .into_iter()
+            .map(|(setting, _)| setting)
+            .collect()
+    }
+
+    #[test]
+    fn the_open_network_warning_names_listeners_beyond_loopback() {
+        assert!(exposed("127.0.0.1:8080", "[::1]:6379").is_empty());
+        assert!(exposed("127.0.0.2:8080", "[::ffff:127.0.0.1]:6379").is_empty());
+        assert_eq!(exposed("0.0.0.0:8080", "127.0.0.1:6379"), ["http"]);
+        assert_eq!(exposed("127.0.0.1:8080", "[::]:6379"), ["resp"]);
+        assert_eq!(
+            exposed("10.1.2.3:8080", "[::ffff:10.1.2.3]:6379"),
+            ["http", "resp"]
         );
     }
 }

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
 use super::cmd::Transaction;
+use super::lookahead::Requests;
 use super::reply::IdFormat;
 use super::shared::Shared;
 use super::tags::TagCache;
@@ -242,13 +243,16 @@ async fn serve_connection<S: Stream>(
     session: &mut Session,
     stop: &mut oneshot::Receiver<()>,
 ) -> std::io::Result<()> {
-    let mut decoder = RequestDecoder::new(session.shared.options.limits);
-    let mut inbuf = BytesMut::with_capacity(READ_BUFFER);
+    let mut requests = Requests::new(
+        RequestDecoder::new(session.shared.options.limits),
+        BytesMut::with_capacity(READ_BUFFER),
+    );
     let mut out = BytesMut::with_capacity(WRITE_BUFFER);
-    // When the partial request at the front of `inbuf` must be complete.
+    // When the partial request at the front of the buffer must be complete.
     let mut deadline: Option<Instant> = None;
     let idle_timeout = session.shared.options.connections.idle_timeout;
     loop {
+        let inbuf = &mut requests.inbuf;
         if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
             // Reclaims the buffer's memory once the commands sliced from it are dropped.
             inbuf.reserve(READ_BUFFER);
@@ -258,34 +262,35 @@ async fn serve_connection<S: Stream>(
         let read = match expiry {
             None => tokio::select! {
                 biased;
-                read = stream.read_buf(&mut inbuf) => read?,
+                read = stream.read_buf(inbuf) => read?,
                 // Shutdown while waiting for a request: nothing is in flight, close.
                 _ = &mut *stop => return Ok(()),
             },
             Some((until, why)) => tokio::select! {
                 biased;
-                read = stream.read_buf(&mut inbuf) => read?,
+                read = stream.read_buf(inbuf) => read?,
                 _ = &mut *stop => return Ok(()),
                 () = tokio::time::sleep_until(until.into()) => {
-                    return expired(stream, session, &mut inbuf, why).await;
+                    return expired(stream, session, inbuf, why).await;
                 }
             },
         };
         if read == 0 {
             return Ok(()); // the peer closed
         }
+        requests.read_more();
         let mut flow = Flow::Continue;
         while flow == Flow::Continue {
-            match decoder.decode(&mut inbuf) {
+            match requests.next() {
                 Ok(Some(command)) => {
                     // Progress: the next partial request gets a time of its own.
                     deadline = None;
                     session.greeted = true;
-                    flow = run_command(session, &command, &mut out).await;
+                    flow = run_command(session, &command, &mut out, Some(&mut requests)).await;
                     flush_if_full(stream, &mut out).await?;
                     // `EXEC`'s header is written; its commands' replies follow.
                     for queued in std::mem::take(&mut session.exec_queue) {
-                        run_command(session, &queued, &mut out).await;
+                        run_command(session, &queued, &mut out, None).await;
                         flush_if_full(stream, &mut out).await?;
                     }
                 }
@@ -299,7 +304,7 @@ async fn serve_connection<S: Stream>(
                 }
             }
         }
-        if inbuf.is_empty() {
+        if requests.inbuf.is_empty() && requests.is_drained() {
             deadline = None;
         }
         session.flush_counters();
@@ -309,7 +314,7 @@ async fn serve_connection<S: Stream>(
             out.clear();
         }
         if flow == Flow::Close {
-            linger(stream, &mut inbuf).await;
+            linger(stream, &mut requests.inbuf).await;
             return Ok(());
         }
         if !matches!(stop.try_recv(), Err(TryRecvError::Empty)) {
@@ -421,15 +426,25 @@ async fn linger<S: Stream>(stream: &mut S, scratch: &mut BytesMut) {
     .await;
 }
 
-/// Runs one command, counting it.
+/// Runs one command, counting it. With `requests` (a command read from the connection, not
+/// one of a transaction), the new tags of the minting commands read after it are loaded with
+/// its own (see `lookahead`).
 #[inline]
-async fn run_command(session: &mut Session, command: &Command, out: &mut BytesMut) -> Flow {
+async fn run_command(
+    session: &mut Session,
+    command: &Command,
+    out: &mut BytesMut,
+    requests: Option<&mut Requests>,
+) -> Flow {
     session.commands_pending += 1;
     if session.token.is_some() && session.tokens_seen != session.shared.options.auth.generation() {
         session.recheck_token();
     }
     if let Some(flow) = session.execute_now(command, out) {
         return flow;
+    }
+    if let Some(requests) = requests {
+        session.load_tags_ahead(command, requests).await;
     }
     session.execute(command, out).await
 }

@@ -27,6 +27,7 @@
 mod cmd;
 mod connection;
 mod listener;
+mod lookahead;
 mod reply;
 mod shared;
 mod tags;

@@ -65,6 +65,13 @@ impl TagCache {
         self.entries.first_mut()
     }
 
+    /// Whether the tag spelled `raw` is cached (without moving it to the front).
+    pub(super) fn contains(&self, raw: &[u8]) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.buffer.tag().as_str().as_bytes() == raw)
+    }
+
     /// The entry of the tag spelled `raw`, from the cache or the registry (which creates the
     /// tag's buffer, and the tag itself when allowed, on first use). Fails for an invalid tag
     /// name, an unknown tag when tags are not created on first use, or the store's error.

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use idmint_core::Tag;
 use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
-use idmint_server::auth::Auth;
+use idmint_server::auth::{Auth, Grant, Scope, Tokens};
 use idmint_server::config::ConnectionLimits;
 use idmint_server::ids::{Ids, IdsConfig};
 use idmint_server::resp::{serve, RespOptions};
@@ -863,6 +864,130 @@ async fn pipelined_commands_are_answered_in_order() {
         .map(|i: i32| format!("${}\r\n{i}\r\n", i.to_string().len()))
         .collect();
     assert_eq!(read_exact_text(&mut raw, expected.len()).await, expected);
+    server.stop().await;
+}
+
+/// Whether this node has loaded (and so created) `tag`.
+fn loaded(server: &Server, tag: &str) -> bool {
+    server
+        .ids
+        .segments()
+        .loaded(&Tag::new(tag).unwrap())
+        .is_some()
+}
+
+/// `commands`, each a list of words, as one write of RESP arrays.
+fn resp_request(commands: &[Vec<String>]) -> Vec<u8> {
+    let mut request = Vec::new();
+    for words in commands {
+        request.extend_from_slice(format!("*{}\r\n", words.len()).as_bytes());
+        for word in words {
+            request.extend_from_slice(format!("${}\r\n{word}\r\n", word.len()).as_bytes());
+        }
+    }
+    request
+}
+
+fn words(line: &str) -> Vec<String> {
+    line.split(' ').map(str::to_owned).collect()
+}
+
+/// A pipeline of `INCR`s on new tags loads them together (the connection decodes ahead), yet
+/// every command is answered in order, each tag's IDs increase, and no tag is created where
+/// its own command would not have created it: after `QUIT`, inside `MULTI`, before `AUTH`,
+/// outside the token's tags, or for an `INCRBY` with a bad count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_tags_of_a_pipeline_load_together_only_where_their_commands_would() {
+    let server = Server::open().await;
+    let mut commands: Vec<Vec<String>> = (0..400).map(|i| words(&format!("INCR p-{i}"))).collect();
+    commands.push(words("INCRBY bad-count 0"));
+    commands.extend((0..400).map(|i| words(&format!("INCR p-{i}"))));
+    commands.push(words("MULTI"));
+    commands.push(words("INCR in-multi"));
+    commands.push(words("DISCARD"));
+    commands.push(words("QUIT"));
+    commands.push(words("INCR after-quit-1"));
+    commands.push(words("INCR after-quit-2"));
+    let mut raw = server.raw().await;
+    raw.write_all(&resp_request(&commands)).await.unwrap();
+    let replies = read_to_close(&mut raw).await;
+    let lines: Vec<&str> = replies.split("\r\n").collect();
+    let mut first = HashMap::new();
+    for (i, line) in lines[..400].iter().enumerate() {
+        let id: i64 = line.strip_prefix(':').unwrap().parse().unwrap();
+        first.insert(i, id);
+    }
+    assert!(
+        lines[400].starts_with("-ERR increment must be between 1 and"),
+        "{}",
+        lines[400]
+    );
+    for (i, line) in lines[401..801].iter().enumerate() {
+        let id: i64 = line.strip_prefix(':').unwrap().parse().unwrap();
+        assert_eq!(id, first[&i] + 1, "p-{i}: its second ID follows its first");
+    }
+    assert_eq!(&lines[801..805], ["+OK", "+QUEUED", "+OK", "+OK"]);
+    assert_eq!(
+        lines.len(),
+        806,
+        "nothing answered after QUIT: {:?}",
+        &lines[805..]
+    );
+    for tag in ["bad-count", "in-multi", "after-quit-1", "after-quit-2"] {
+        assert!(
+            !loaded(&server, tag),
+            "{tag} was created ahead of its command"
+        );
+    }
+    server.stop().await;
+
+    // A token for the tags `a-*`: nothing is loaded before AUTH, nor outside the patterns.
+    let mut tokens = Tokens::default();
+    tokens.push_secret(
+        TOKEN.as_bytes(),
+        Grant::new("a", Scope::Mint, vec!["a-*".into()]),
+    );
+    let server = Server::start(RespOptions {
+        auth: Arc::new(Auth::new(tokens)),
+        ..RespOptions::default()
+    })
+    .await;
+    let mut commands: Vec<Vec<String>> = (0..50)
+        .map(|i| words(&format!("INCR a-early-{i}")))
+        .collect();
+    commands.push(words(&format!("AUTH {TOKEN}")));
+    for i in 0..50 {
+        commands.push(words(&format!("INCR a-{i}")));
+        commands.push(words(&format!("INCR b-{i}")));
+    }
+    commands.push(words("QUIT"));
+    let mut raw = server.raw().await;
+    raw.write_all(&resp_request(&commands)).await.unwrap();
+    let replies = read_to_close(&mut raw).await;
+    let lines: Vec<&str> = replies.split("\r\n").collect();
+    assert!(
+        lines[..50].iter().all(|l| l.starts_with("-NOAUTH")),
+        "{:?}",
+        &lines[..50]
+    );
+    assert_eq!(lines[50], "+OK");
+    for i in 0..50 {
+        assert!(lines[51 + 2 * i].starts_with(':'), "{}", lines[51 + 2 * i]);
+        assert!(
+            lines[52 + 2 * i].starts_with("-NOPERM"),
+            "{}",
+            lines[52 + 2 * i]
+        );
+        assert!(loaded(&server, &format!("a-{i}")));
+        assert!(
+            !loaded(&server, &format!("b-{i}")),
+            "b-{i} outside the token's tags"
+        );
+        assert!(
+            !loaded(&server, &format!("a-early-{i}")),
+            "a-early-{i} before AUTH"
+        );
+    }
     server.stop().await;
 }
 

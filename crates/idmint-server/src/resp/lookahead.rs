@@ -1,0 +1,175 @@
+//! A connection's pending requests, and the loading of a pipeline's new tags at once.
+//!
+//! A tag's first use costs store writes: its row, then its first range (two disk flushes on
+//! SQLite). A client pipelining `INCR` on many new tags would wait for them one after the
+//! other, though the store could take them together (SQLite's group commit, a pool of
+//! connections elsewhere). So when a command is about to load a tag, the connection decodes
+//! the rest of what it has read ([`Requests::decode_rest`]) and loads the new tags of the run
+//! of minting commands that follows, [`LOAD_AT_ONCE`] at a time. The commands then run one by
+//! one, in order, as before: only the loading moved ahead, and loading issues no ID.
+//!
+//! Loading ahead creates a tag only where the command itself would: the connection may mint
+//! and may use that tag, no transaction is open, and the run stops at the first command that
+//! is not `INCR tag`, `INCRBY tag n` (a valid `n`) or `IDMINT.NEXT tag`, since anything else
+//! (`AUTH`, `MULTI`, `QUIT`, `RESET`...) could change what the commands after it may do. A
+//! load that fails stops loading ahead until the next read, so a store outage costs no more
+//! store calls than the commands make themselves.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use idmint_core::Tag;
+use idmint_resp::{Command, ProtocolError, RequestDecoder};
+use tokio::task::JoinSet;
+
+use super::connection::Session;
+use super::reply;
+
+/// New tags loaded at the same time by one connection.
+const LOAD_AT_ONCE: usize = 32;
+
+/// Most new tags one look ahead loads (what one read holds is bounded anyway).
+const MOST_AHEAD: usize = 256;
+
+/// The requests a connection has read: its buffer, and the commands decoded ahead of their
+/// turn.
+pub(super) struct Requests {
+    decoder: RequestDecoder,
+    /// Bytes read and not yet decoded.
+    pub(super) inbuf: BytesMut,
+    /// Commands decoded ahead, in order.
+    ahead: VecDeque<Command>,
+    /// The protocol error found while decoding ahead, reported after `ahead` has run.
+    broken: Option<ProtocolError>,
+    /// A load ahead failed since the last read: none until the next one.
+    loads_failed: bool,
+}
+
+impl Requests {
+    pub(super) fn new(decoder: RequestDecoder, inbuf: BytesMut) -> Self {
+        Self {
+            decoder,
+            inbuf,
+            ahead: VecDeque::new(),
+            broken: None,
+            loads_failed: false,
+        }
+    }
+
+    /// The next command: decoded ahead, or from the buffer. `Ok(None)`: read more.
+    #[inline]
+    pub(super) fn next(&mut self) -> Result<Option<Command>, ProtocolError> {
+        if let Some(command) = self.ahead.pop_front() {
+            return Ok(Some(command));
+        }
+        if let Some(error) = self.broken.take() {
+            return Err(error);
+        }
+        self.decoder.decode(&mut self.inbuf)
+    }
+
+    /// Whether only a partial request (or nothing) is left.
+    pub(super) fn is_drained(&self) -> bool {
+        self.ahead.is_empty() && self.broken.is_none()
+    }
+
+    /// Called after each read: loading ahead may be tried again.
+    pub(super) fn read_more(&mut self) {
+        self.loads_failed = false;
+    }
+
+    /// Decodes every complete command left in the buffer into `ahead`, stopping at a
+    /// protocol error (kept for its turn).
+    fn decode_rest(&mut self) {
+        while self.broken.is_none() {
+            match self.decoder.decode(&mut self.inbuf) {
+                Ok(Some(command)) => self.ahead.push_back(command),
+                Ok(None) => break,
+                Err(error) => self.broken = Some(error),
+            }
+        }
+    }
+}
+
+impl Session {
+    /// Before `command` runs: when it would load a tag from the store, loads the new tags of
+    /// the minting commands read after it at the same time (see the module's docs).
+    pub(super) async fn load_tags_ahead(&mut self, command: &Command, requests: &mut Requests) {
+        if requests.loads_failed || !self.may_mint || self.transaction.is_some() {
+            return;
+        }
+        let max_count = self.shared.options.max_count;
+        let Some(first) = minted_tag(command, max_count).and_then(|raw| self.new_tag(raw)) else {
+            return;
+        };
+        requests.decode_rest();
+        let mut tags = vec![first];
+        for next in &requests.ahead {
+            let Some(raw) = minted_tag(next, max_count) else {
+                break;
+            };
+            if let Some(tag) = self.new_tag(raw) {
+                if !tags.contains(&tag) {
+                    tags.push(tag);
+                    if tags.len() == MOST_AHEAD {
+                        break;
+                    }
+                }
+            }
+        }
+        if tags.len() < 2 {
+            return; // the command loads its one new tag itself
+        }
+        let mut loads = JoinSet::new();
+        let mut failed = false;
+        for tag in tags {
+            if loads.len() >= LOAD_AT_ONCE {
+                failed |= !matches!(loads.join_next().await, Some(Ok(true)));
+            }
+            let ids = Arc::clone(&self.shared.ids);
+            loads.spawn(async move {
+                match ids.segments().buffer(&tag).await {
+                    Ok(buffer) => buffer.warm_up().await.is_ok(),
+                    Err(_) => false,
+                }
+            });
+        }
+        while let Some(loaded) = loads.join_next().await {
+            failed |= !matches!(loaded, Ok(true));
+        }
+        // The commands report their own errors when they run.
+        requests.loads_failed = failed;
+    }
+
+    /// The tag spelled `raw` when this connection may use it and neither it nor this node has
+    /// its buffer yet.
+    fn new_tag(&self, raw: &[u8]) -> Option<Tag> {
+        let allowed = self.grant.as_ref().is_some_and(|g| g.allows_tag(raw));
+        if !allowed || self.tags.contains(raw) {
+            return None;
+        }
+        let tag = Tag::new(std::str::from_utf8(raw).ok()?).ok()?;
+        self.shared
+            .ids
+            .segments()
+            .loaded(&tag)
+            .is_none()
+            .then_some(tag)
+    }
+}
+
+/// The tag of `INCR tag`, `INCRBY tag n` (with `n` in `1..=max_count`) or `IDMINT.NEXT tag`:
+/// the commands that load their tag and change nothing else.
+fn minted_tag(command: &Command, max_count: u64) -> Option<&Bytes> {
+    match command.args() {
+        [name, tag] if name.eq_ignore_ascii_case(b"INCR") => Some(tag),
+        [name, tag] if name.eq_ignore_ascii_case(b"IDMINT.NEXT") => Some(tag),
+        // As `INCRBY` reads its count (`reply::parse_count`).
+        [name, tag, n] if name.eq_ignore_ascii_case(b"INCRBY") => reply::parse_i64(n)
+            .and_then(|n| u64::try_from(n).ok())
+            .is_some_and(|n| (1..=max_count).contains(&n))
+            .then_some(tag),
+        _ => None,
+    }
+}
