@@ -304,7 +304,7 @@ async fn serve_connection<S: Stream>(
                 }
             }
         }
-        if requests.inbuf.is_empty() && requests.is_drained() {
+        if requests.inbuf.is_empty() {
             deadline = None;
         }
         session.flush_counters();

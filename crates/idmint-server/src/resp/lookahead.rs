@@ -69,11 +69,6 @@ impl Requests {
         self.decoder.decode(&mut self.inbuf)
     }
 
-    /// Whether only a partial request (or nothing) is left.
-    pub(super) fn is_drained(&self) -> bool {
-        self.ahead.is_empty() && self.broken.is_none()
-    }
-
     /// Called after each read: loading ahead may be tried again.
     pub(super) fn read_more(&mut self) {
         self.loads_failed = false;
