@@ -13,6 +13,7 @@
 
 #[cfg(feature = "async")]
 mod memory;
+mod partition;
 
 use std::fmt;
 use std::ops::Range;
@@ -22,6 +23,7 @@ use async_trait::async_trait;
 
 #[cfg(feature = "async")]
 pub use self::memory::MemoryStore;
+pub use self::partition::{Partition, DEFAULT_BLOCK};
 use crate::error::Result;
 use crate::id_space::IdSpaceRecord;
 use crate::tag::Tag;
