@@ -56,6 +56,9 @@ impl SegmentStore for SlowStore {
     async fn list_tags(&self) -> Result<Vec<TagInfo>> {
         self.inner.list_tags().await
     }
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool> {
+        self.inner.compare_and_set_max_id(tag, expected, new).await
+    }
 }
 
 struct Options {

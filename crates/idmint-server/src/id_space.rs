@@ -239,6 +239,7 @@ mod tests {
             worker_id: None,
             ttl: Duration::from_secs(10),
             id_space: None,
+            partition: idmint_core::store::Partition::WHOLE,
         };
         let Ok(lease) = store.acquire(&request).await else {
             panic!("a worker ID is free");

@@ -154,6 +154,7 @@ mod tests {
                             worker_id: None,
                             ttl: Duration::from_secs(10),
                             id_space: None,
+                            partition: idmint_core::store::Partition::WHOLE,
                         })
                         .await
                         .unwrap();

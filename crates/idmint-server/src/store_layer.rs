@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::store::{
-    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
-    WorkerLeases,
+    Lease, LeaseInfo, LeaseRequest, RangeRequest, Renewal, SegmentStore, TagInfo, TagSettings,
+    TagUpdate, WorkerLeases,
 };
 use idmint_core::{IdSpaceRecord, Result, Tag};
 use idmint_store::Store;
@@ -87,6 +87,24 @@ impl<L: Layer> SegmentStore for Layered<dyn SegmentStore, L> {
         let tag = tag.clone();
         self.call("give_back", Calls::Segments, |store| async move {
             store.give_back(&tag, unused).await
+        })
+        .await
+    }
+
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool> {
+        let tag = tag.clone();
+        self.call(
+            "compare_and_set_max_id",
+            Calls::Segments,
+            |store| async move { store.compare_and_set_max_id(&tag, expected, new).await },
+        )
+        .await
+    }
+
+    async fn allocate_in(&self, tag: &Tag, request: RangeRequest) -> Result<Range<u64>> {
+        let tag = tag.clone();
+        self.call("allocate", Calls::Segments, |store| async move {
+            store.allocate_in(&tag, request).await
         })
         .await
     }

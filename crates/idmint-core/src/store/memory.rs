@@ -137,6 +137,18 @@ impl SegmentStore for MemoryStore {
         Ok(true)
     }
 
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let row = state.tags.get_mut(tag).ok_or_else(|| unknown(tag))?;
+        if row.max_id != expected || new > super::MAX_SEGMENT_ID {
+            return Ok(false);
+        }
+        row.max_id = new;
+        row.updated_at_ms = now;
+        Ok(true)
+    }
+
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
         if settings.step == 0 {
             return Err(Error::argument("step", "must be at least 1"));
@@ -187,6 +199,7 @@ impl SegmentStore for MemoryStore {
 #[async_trait]
 impl WorkerLeases for MemoryStore {
     async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
+        request.check_partition()?;
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;
         check_lease_space(request.id_space, state.id_spaces.last().map(|r| r.version))?;
@@ -222,6 +235,7 @@ impl WorkerLeases for MemoryStore {
                     request.node_name.as_bytes(),
                     now,
                     request.worker_count,
+                    request.partition,
                 )
                 .ok_or(Error::NoWorkerFree {
                     worker_count: request.worker_count,
@@ -343,6 +357,7 @@ mod tests {
             worker_id,
             ttl: Duration::from_secs(10),
             id_space: None,
+            partition: crate::store::Partition::WHOLE,
         }
     }
 

@@ -122,6 +122,62 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
 
     /// Every tag, sorted by name.
     async fn list_tags(&self) -> Result<Vec<TagInfo>>;
+
+    /// Sets the tag's `max_id` to `new` if it is `expected`, atomically; returns whether it
+    /// did. [`Error::UnknownTag`](crate::Error::UnknownTag) when the tag does not exist. The
+    /// primitive behind [`allocate_in`](Self::allocate_in); `new` may be above or below
+    /// `expected`.
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool>;
+
+    /// Takes a range as a store of a set: [`RangeRequest::partition`]'s IDs only, none below
+    /// [`RangeRequest::at_least`] (see [`Partition::range`]), and advances `max_id` past it.
+    ///
+    /// A single store asked for no floor takes the one-statement path,
+    /// [`allocate`](Self::allocate). Otherwise the range is decided from the `max_id` read
+    /// and taken with [`compare_and_set_max_id`](Self::compare_and_set_max_id), so it is ours
+    /// only if nobody allocated in between; a lost race reads again (each lost round is
+    /// another node's success), at most [`ALLOCATE_ROUNDS`] times.
+    async fn allocate_in(&self, tag: &Tag, request: RangeRequest) -> Result<Range<u64>> {
+        if request.partition.is_whole() && request.at_least == 0 {
+            return self.allocate(tag, request.step).await;
+        }
+        for _ in 0..ALLOCATE_ROUNDS {
+            let info = self
+                .tag_info(tag)
+                .await?
+                .ok_or_else(|| crate::Error::UnknownTag(tag.to_string()))?;
+            let range = request
+                .partition
+                .range(info.max_id, request.step, request.at_least)
+                .ok_or_else(|| crate::Error::TagExhausted {
+                    tag: tag.to_string(),
+                })?;
+            if self
+                .compare_and_set_max_id(tag, info.max_id, range.end)
+                .await?
+            {
+                return Ok(range);
+            }
+        }
+        Err(crate::Error::store_conflict(format!(
+            "allocating a range of `{tag}`: {ALLOCATE_ROUNDS} rounds lost to other nodes"
+        )))
+    }
+}
+
+/// Most rounds [`SegmentStore::allocate_in`] reads and retries before it gives up.
+pub const ALLOCATE_ROUNDS: usize = 64;
+
+/// What a store of a set is asked for by [`SegmentStore::allocate_in`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RangeRequest {
+    /// How many IDs (at least 1); fewer come back at a block's end or the tag's end.
+    pub step: u64,
+    /// No ID below this: the end of the asking node's last range of the tag, so its IDs keep
+    /// increasing when it moves between stores. 0 for none.
+    pub at_least: u64,
+    /// The store's place in its set.
+    pub partition: Partition,
 }
 
 /// A worker lease row as [`choose_worker`] reads it.
@@ -143,7 +199,36 @@ pub struct WorkerRow<'a> {
 /// expired last, so a restarted node gets its IDs back and its HWM continues), else the smallest
 /// never-used worker ID (no HWM to start above), else the one whose lease expired longest ago
 /// (ties by worker ID). `None` when every worker ID is held.
+///
+/// A store of a set chooses only among the worker IDs of its `partition`, by the same policy
+/// over its slots (the `k`-th worker ID it owns is slot `k`); rows of other worker IDs, left
+/// from before the set existed, are not candidates.
 pub fn choose_worker(
+    rows: &[WorkerRow<'_>],
+    node: &[u8],
+    now_ms: u64,
+    worker_count: u64,
+    partition: Partition,
+) -> Option<u64> {
+    if partition.is_whole() {
+        return choose_among(rows, node, now_ms, worker_count);
+    }
+    let slots: Vec<WorkerRow<'_>> = rows
+        .iter()
+        .filter_map(|row| {
+            let slot = partition.slot_of_worker(row.worker_id)?;
+            Some(WorkerRow {
+                worker_id: slot,
+                ..*row
+            })
+        })
+        .collect();
+    choose_among(&slots, node, now_ms, partition.worker_slots(worker_count))
+        .map(|slot| partition.worker_of_slot(slot))
+}
+
+/// [`choose_worker`]'s policy over the IDs `0..worker_count`.
+fn choose_among(
     rows: &[WorkerRow<'_>],
     node: &[u8],
     now_ms: u64,
@@ -197,6 +282,27 @@ pub struct LeaseRequest {
     /// under the old space after it. `None` skips the check (tests and tools that issue no
     /// IDs).
     pub id_space: Option<u64>,
+    /// The store's place in its set: only worker IDs of this partition are chosen, and a
+    /// static `worker_id` outside it is refused. [`Partition::WHOLE`] for a single store.
+    pub partition: Partition,
+}
+
+impl LeaseRequest {
+    /// Refuses a static worker ID that another store of the set leases: the store that owns a
+    /// worker ID is the only one that may fence it.
+    pub fn check_partition(&self) -> Result<()> {
+        match self.worker_id {
+            Some(id) if !self.partition.owns_worker(id) => Err(crate::Error::InvalidArgument {
+                name: "worker_id",
+                reason: format!(
+                    "worker ID {id} is leased by store {} of the set, not by store {}",
+                    Partition::of_worker(id, self.partition.count),
+                    self.partition.index
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A held worker lease.
@@ -285,6 +391,8 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -296,27 +404,70 @@ mod tests {
             expires_at_ms,
         };
         // Nothing leased yet: 0.
-        assert_eq!(choose_worker(&[], b"a", NOW, 4), Some(0));
+        assert_eq!(choose_worker(&[], b"a", NOW, 4, Partition::WHOLE), Some(0));
         // A gap is a never-used ID.
         let rows = [row(0, "a", 2_000), row(1, "b", 2_000), row(3, "c", 2_000)];
-        assert_eq!(choose_worker(&rows, b"d", NOW, 4), Some(2));
+        assert_eq!(
+            choose_worker(&rows, b"d", NOW, 4, Partition::WHOLE),
+            Some(2)
+        );
         // The node's own expired ID first, even with never-used ones left.
         let rows = [row(0, "a", 900), row(1, "b", 500)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 4), Some(0));
-        assert_eq!(choose_worker(&rows, b"c", NOW, 4), Some(2));
+        assert_eq!(
+            choose_worker(&rows, b"a", NOW, 4, Partition::WHOLE),
+            Some(0)
+        );
+        assert_eq!(
+            choose_worker(&rows, b"c", NOW, 4, Partition::WHOLE),
+            Some(2)
+        );
         // The node's live ID is not "previous": it gets another one.
         let rows = [row(0, "a", 2_000), row(1, "b", 500)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 2), Some(1));
+        assert_eq!(
+            choose_worker(&rows, b"a", NOW, 2, Partition::WHOLE),
+            Some(1)
+        );
         // All used: the one that expired longest ago, ties by ID; none when all are live.
         let rows = [row(0, "a", 900), row(1, "b", 500), row(2, "c", 500)];
-        assert_eq!(choose_worker(&rows, b"d", NOW, 3), Some(1));
+        assert_eq!(
+            choose_worker(&rows, b"d", NOW, 3, Partition::WHOLE),
+            Some(1)
+        );
         let rows = [row(0, "a", 2_000), row(1, "b", 2_000)];
-        assert_eq!(choose_worker(&rows, b"c", NOW, 2), None);
+        assert_eq!(choose_worker(&rows, b"c", NOW, 2, Partition::WHOLE), None);
         // Of several own expired IDs, the one that expired last.
         let rows = [row(0, "a", 100), row(1, "a", 800), row(2, "a", 800)];
-        assert_eq!(choose_worker(&rows, b"a", NOW, 3), Some(1));
+        assert_eq!(
+            choose_worker(&rows, b"a", NOW, 3, Partition::WHOLE),
+            Some(1)
+        );
         // Rows at or above the worker count are never chosen.
         let rows = [row(0, "a", 2_000), row(5, "d", 100)];
-        assert_eq!(choose_worker(&rows, b"d", NOW, 1), None);
+        assert_eq!(choose_worker(&rows, b"d", NOW, 1, Partition::WHOLE), None);
+    }
+
+    #[test]
+    fn a_store_of_a_set_chooses_among_its_own_worker_ids_by_the_same_policy() {
+        const NOW: u64 = 1_000;
+        let row = |worker_id: u64, node: &'static str, expires_at_ms: u64| WorkerRow {
+            worker_id,
+            node_name: node.as_bytes(),
+            expires_at_ms,
+        };
+        let second_of_three = Partition::new(1, 3, DEFAULT_BLOCK).unwrap();
+        // Nothing leased: its first worker ID. Rows of other partitions are not candidates.
+        assert_eq!(choose_worker(&[], b"a", NOW, 8, second_of_three), Some(1));
+        let rows = [row(0, "x", 100), row(1, "a", 2_000), row(2, "y", 100)];
+        assert_eq!(choose_worker(&rows, b"b", NOW, 8, second_of_three), Some(4));
+        // Its own expired worker ID first.
+        let rows = [row(1, "a", 2_000), row(4, "b", 900), row(7, "c", 2_000)];
+        assert_eq!(choose_worker(&rows, b"b", NOW, 8, second_of_three), Some(4));
+        // All of 1, 4, 7 used: the one that expired longest ago; none when all are live.
+        let rows = [row(1, "a", 800), row(4, "b", 300), row(7, "c", 2_000)];
+        assert_eq!(choose_worker(&rows, b"d", NOW, 8, second_of_three), Some(4));
+        let rows = [row(1, "a", 2_000), row(4, "b", 2_000), row(7, "c", 2_000)];
+        assert_eq!(choose_worker(&rows, b"d", NOW, 8, second_of_three), None);
+        // A worker count that leaves this store no worker ID.
+        assert_eq!(choose_worker(&[], b"a", NOW, 1, second_of_three), None);
     }
 }

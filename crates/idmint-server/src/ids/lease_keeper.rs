@@ -224,6 +224,7 @@ impl Settings {
             worker_id: self.config.worker_id,
             ttl: self.config.ttl,
             id_space: self.config.id_space,
+            partition: idmint_core::store::Partition::WHOLE,
         };
         let mut refused: Vec<Lease> = Vec::new();
         let chosen = loop {

@@ -24,6 +24,7 @@ async fn held_by_a_dead_node(ttl: Duration) -> (Arc<MemoryStore>, Arc<dyn Clock>
         worker_id: None,
         ttl,
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
     };
     store.acquire(&request).await.unwrap();
     (store, clock)

@@ -100,6 +100,7 @@ async fn a_lost_lease_is_replaced_and_no_id_repeats() {
         worker_id: Some(before.worker_id),
         ttl: Duration::from_secs(30),
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
     };
     let stolen = other.leases.acquire(&request).await.unwrap();
     let layout = node.layout().clone();

@@ -278,6 +278,21 @@ impl RedisStore {
     }
 
     /// Runs a script, bounded by the call timeout; its reply is an array of strings.
+    /// Sets `tag`'s `max_id` to `new` if it is `expected` (the `move_max_id` script).
+    async fn move_max_id(&self, tag: &Tag, expected: u64, new: u64, what: &str) -> Result<bool> {
+        let mut invocation = self.scripts.move_max_id.key(self.keys.segment(tag));
+        invocation
+            .arg(decimal("expected", expected)?)
+            .arg(decimal("new", new)?);
+        let reply = self.run(what, &invocation).await?;
+        match reply.as_slice() {
+            [status] if status == "ok" => Ok(true),
+            [status] if status == "no" => Ok(false),
+            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            _ => Err(unexpected(what, &reply)),
+        }
+    }
+
     async fn run(&self, what: &str, invocation: &ScriptInvocation<'_>) -> Result<Vec<String>> {
         let call = async {
             let mut conn = self.conn.clone();
@@ -417,18 +432,13 @@ impl SegmentStore for RedisStore {
         if unused.start >= unused.end {
             return Ok(false);
         }
-        let what = "giving back a segment tail";
-        let mut invocation = self.scripts.give_back.key(self.keys.segment(tag));
-        invocation
-            .arg(decimal("start", unused.start)?)
-            .arg(decimal("end", unused.end)?);
-        let reply = self.run(what, &invocation).await?;
-        match reply.as_slice() {
-            [status] if status == "ok" => Ok(true),
-            [status] if status == "no" => Ok(false),
-            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
-            _ => Err(unexpected(what, &reply)),
-        }
+        self.move_max_id(tag, unused.end, unused.start, "giving back a segment tail")
+            .await
+    }
+
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool> {
+        self.move_max_id(tag, expected, new, "moving a tag's max_id")
+            .await
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
@@ -524,6 +534,7 @@ impl SegmentStore for RedisStore {
 impl WorkerLeases for RedisStore {
     async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
         let what = "acquiring a worker ID";
+        request.check_partition()?;
         let count = request.worker_count;
         if count > MAX_WORKER_COUNT {
             return Err(Error::InvalidArgument {
@@ -549,7 +560,9 @@ impl WorkerLeases for RedisStore {
             .arg(count)
             .arg(static_id)
             .arg(ttl_ms(request.ttl))
-            .arg(request.id_space.map(|v| v.to_string()).unwrap_or_default());
+            .arg(request.id_space.map(|v| v.to_string()).unwrap_or_default())
+            .arg(request.partition.index)
+            .arg(request.partition.count);
         invocation.key(&self.keys.spaces);
         let reply = self.run(what, &invocation).await?;
         match reply.as_slice() {

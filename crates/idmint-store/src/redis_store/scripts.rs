@@ -23,8 +23,8 @@ macro_rules! lua {
 pub(super) struct Scripts {
     /// Takes `[max_id, max_id + step)` (or the rest up to the end) and advances `max_id`.
     pub(super) allocate: Script,
-    /// Returns an unused tail when `max_id` still equals its end.
-    pub(super) give_back: Script,
+    /// Sets `max_id` when it holds the expected value (a tail given back, a set's range).
+    pub(super) move_max_id: Script,
     /// Creates a tag unless it exists.
     pub(super) create_tag: Script,
     /// Changes a tag's step or description.
@@ -50,7 +50,7 @@ impl Scripts {
     pub(super) fn new() -> Self {
         Self {
             allocate: lua!("allocate.lua"),
-            give_back: lua!("give_back.lua"),
+            move_max_id: lua!("move_max_id.lua"),
             create_tag: lua!("create_tag.lua"),
             update_tag: lua!("update_tag.lua"),
             list_tags: lua!("list_tags.lua"),
@@ -67,7 +67,7 @@ impl Scripts {
     pub(super) fn all(&self) -> [&Script; 11] {
         [
             &self.allocate,
-            &self.give_back,
+            &self.move_max_id,
             &self.create_tag,
             &self.update_tag,
             &self.list_tags,

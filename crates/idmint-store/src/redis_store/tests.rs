@@ -57,6 +57,7 @@ fn request(node: &str, worker_id: Option<u64>, count: u64) -> LeaseRequest {
         worker_id,
         ttl: Duration::from_secs(60),
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
     }
 }
 
@@ -299,6 +300,7 @@ async fn a_node_gets_back_its_most_recent_id_and_others_the_longest_expired() {
     let short = |node: &str, id: Option<u64>| LeaseRequest {
         ttl: Duration::from_millis(100),
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
         ..request(node, id, 4)
     };
     // Node a held 0 first, then 2 (its most recent); b holds 1; 3 never used yet.

@@ -333,31 +333,45 @@ where
         }
     }
 
-    /// Gives `unused` back when it is the tag's tail: a compare-and-set of `max_id`.
-    async fn give_back_now(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
-        let err = |e| D::error("giving back a segment tail", e);
+    /// Sets `max_id` to `new` if it is `expected` (a tail given back, or a range taken by
+    /// [`SegmentStore::allocate_in`]): one conditional update. `what` names the call in errors.
+    async fn compare_and_set_now(
+        &self,
+        tag: &Tag,
+        expected: u64,
+        new: u64,
+        what: &'static str,
+    ) -> Result<bool> {
+        let err = |e| D::error(what, e);
         let mut session = self.dialect.session(&self.pool, Access::Write).await?;
-        // The write always changes max_id (start < end), so changed rows = matched rows.
-        let given = sqlx::query(q(&self.sql.move_max_id))
-            .bind(to_i64("start", unused.start)?)
-            .bind(tag.as_str().to_owned())
-            .bind(to_i64("end", unused.end)?)
-            .execute(session.conn())
-            .await
-            .map_err(err)?;
-        let given = D::rows_affected(&given) == 1;
-        if !given {
-            let exists: Option<i64> = sqlx::query_scalar(q(&self.sql.max_id))
+        let read_max_id = async |session: &mut Session<D::Db>| {
+            sqlx::query_scalar::<_, i64>(q(&self.sql.max_id))
                 .bind(tag.as_str().to_owned())
                 .fetch_optional(session.conn())
                 .await
+                .map_err(err)?
+                .ok_or_else(|| Error::UnknownTag(tag.to_string()))
+        };
+        let set = if expected == new {
+            // Nothing to write (and MySQL would count no changed row): only compare.
+            read_max_id(&mut session).await? == to_i64("expected", expected)?
+        } else {
+            let moved = sqlx::query(q(&self.sql.move_max_id))
+                .bind(to_i64("new", new)?)
+                .bind(tag.as_str().to_owned())
+                .bind(to_i64("expected", expected)?)
+                .execute(session.conn())
+                .await
                 .map_err(err)?;
-            if exists.is_none() {
-                return Err(Error::UnknownTag(tag.to_string()));
+            // The write changes max_id whenever it matches, so changed rows = matched rows.
+            let set = D::rows_affected(&moved) == 1;
+            if !set {
+                read_max_id(&mut session).await?; // an unknown tag is an error, not a "no"
             }
-        }
+            set
+        };
         session.finish().await.map_err(err)?;
-        Ok(given)
+        Ok(set)
     }
 
     /// Inserts a tag's row, refusing a tag that exists.
@@ -410,6 +424,7 @@ where
     /// token, before any other node can decide.
     async fn acquire_now(&self, request: &LeaseRequest) -> Result<Lease> {
         let err = |e| D::error("acquiring a worker ID", e);
+        request.check_partition()?;
         if request.node_name.len() > MAX_NODE_NAME {
             return Err(Error::InvalidArgument {
                 name: "node_name",
@@ -451,7 +466,7 @@ where
                     .fetch_all(session.conn())
                     .await
                     .map_err(err)?;
-                rows::pick_worker(&rows, &request.node_name, now, count)?
+                rows::pick_worker(&rows, &request.node_name, now, count, request.partition)?
             }
         };
         let expires = now.saturating_add(ttl);
@@ -603,8 +618,15 @@ where
         if unused.start >= unused.end {
             return Ok(false);
         }
-        let call = self.give_back_now(tag, unused);
-        bounded(self.timeout, "giving back a segment tail", call).await
+        let what = "giving back a segment tail";
+        let call = self.compare_and_set_now(tag, unused.end, unused.start, what);
+        bounded(self.timeout, what, call).await
+    }
+
+    async fn compare_and_set_max_id(&self, tag: &Tag, expected: u64, new: u64) -> Result<bool> {
+        let what = "moving a tag's max_id";
+        let call = self.compare_and_set_now(tag, expected, new, what);
+        bounded(self.timeout, what, call).await
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {

@@ -76,6 +76,7 @@ pub(crate) fn pick_worker<N: AsRef<[u8]>>(
     node: &str,
     now: i64,
     count: i64,
+    partition: store::Partition,
 ) -> Result<i64> {
     let rows = rows
         .iter()
@@ -88,10 +89,12 @@ pub(crate) fn pick_worker<N: AsRef<[u8]>>(
         })
         .collect::<Result<Vec<_>>>()?;
     let count_u64 = to_u64("worker_count", count)?;
-    let chosen = store::choose_worker(&rows, node.as_bytes(), to_u64("now", now)?, count_u64)
-        .ok_or(Error::NoWorkerFree {
+    let now = to_u64("now", now)?;
+    let chosen = store::choose_worker(&rows, node.as_bytes(), now, count_u64, partition).ok_or(
+        Error::NoWorkerFree {
             worker_count: count_u64,
-        })?;
+        },
+    )?;
     to_i64("worker_id", chosen)
 }
 

@@ -26,6 +26,7 @@ mod suite {
             worker_id,
             ttl,
             id_space: None,
+            partition: idmint_core::store::Partition::WHOLE,
         }
     }
 

@@ -92,6 +92,7 @@ fn child_entry() {
                     worker_id: None,
                     ttl: Duration::from_millis(500),
                     id_space: None,
+                    partition: idmint_core::store::Partition::WHOLE,
                 };
                 let lease = store.leases.acquire(&request).await.unwrap();
                 let renewal = store
@@ -201,6 +202,7 @@ async fn nothing_is_reissued_after_a_kill(url: String) {
         worker_id: None,
         ttl: Duration::from_secs(30),
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
     };
     let lease = reopened.leases.acquire(&request).await.unwrap();
     assert_eq!((lease.worker_id, lease.hwm_ms), (worker_id, CRASH_HWM_MS));

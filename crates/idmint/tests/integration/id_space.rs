@@ -302,6 +302,7 @@ async fn a_store_from_before_id_spaces_is_adopted_explicitly(store: String) {
         worker_id: None,
         ttl: Duration::from_secs(30),
         id_space: None,
+        partition: idmint_core::store::Partition::WHOLE,
     };
     let lease = opened.leases.acquire(&request).await.unwrap();
     let hwm = 1_790_000_000_000;

@@ -4,7 +4,8 @@
 -- ARGV[1] the key prefix ('{ns}:'), ARGV[2] the node name, ARGV[3] the worker count (<= 2^53),
 -- ARGV[4] a static worker ID (< count) or '' to choose one, ARGV[5] the TTL in ms (<= 2^52),
 -- ARGV[6] the ID-space version the node mints in, or '' not to check it; KEYS[3] the list of
--- ID-space records.
+-- ID-space records; ARGV[7] and ARGV[8] the store's partition: its index and the set's size
+-- (0 and 1 for a single store): only worker IDs w with w % size == index are candidates.
 -- Returns {'ok', worker ID, token, hwm, expires_at_ms} | {'held', holder} | {'none'} |
 -- {'space', version in force}.
 --
@@ -13,6 +14,12 @@
 -- score = expires_at_ms).
 local prefix, node = ARGV[1], ARGV[2]
 local count, ttl = tonumber(ARGV[3]), tonumber(ARGV[5])
+local part_index, part_count = tonumber(ARGV[7]), tonumber(ARGV[8])
+
+-- Whether this store leases worker ID id: below count, and of its partition.
+local function candidate(id)
+  return id < count and id % part_count == part_index
+end
 local now = now_ms()
 
 local in_force = redis.call('LLEN', KEYS[3])
@@ -37,7 +44,7 @@ local function previous()
   local ids = redis.call('ZREVRANGEBYSCORE', node_key(node), fmt(now), '-inf')
   for _, m in ipairs(ids) do
     local id = tonumber(m)
-    if id < count then
+    if candidate(id) then
       return id
     end
   end
@@ -47,6 +54,28 @@ end
 -- The smallest worker ID below count that was never leased: a binary search over ZCOUNT,
 -- O(log(count) * log(n)). Invariant: every ID below lo is used; an unused one is in [lo, hi].
 local function never_used()
+  if part_count > 1 then
+    -- A store of a set: its worker IDs are part_index, part_index + part_count, ...; the
+    -- first one missing from the ever-leased set, found by walking it in order.
+    local want = part_index
+    while want < count do
+      -- Every member returned is at or above want, so each batch moves want on or ends.
+      local batch = redis.call('ZRANGEBYSCORE', KEYS[1], fmt(want), '+inf', 'LIMIT', 0, 128)
+      if #batch == 0 then
+        return want
+      end
+      for _, m in ipairs(batch) do
+        local id = tonumber(m)
+        if id > want then
+          return want < count and want or nil
+        end
+        if id == want then
+          want = want + part_count
+        end
+      end
+    end
+    return nil
+  end
   if count < 1 or redis.call('ZCOUNT', KEYS[1], 0, fmt(count - 1)) >= count then
     return nil
   end
@@ -73,7 +102,7 @@ local function longest_expired()
     end
     for _, m in ipairs(batch) do
       local id = tonumber(m)
-      if id < count then
+      if candidate(id) then
         return id
       end
     end

@@ -1,0 +1,293 @@
+//! Stores of a set (docs/ARCHITECTURE.md, "Store sets"): each store hands out only its
+//! partition's worker IDs and segment IDs, so no two stores of a set ever yield the same one,
+//! and a node moving between stores with a floor keeps its IDs of a tag increasing. Run on sets
+//! of three stores of each backend (three namespaces of one server) and on a mixed set of every
+//! backend.
+
+use crate::common;
+
+mod suite {
+    use std::collections::HashSet;
+    use std::ops::Range;
+    use std::time::Duration;
+
+    use idmint_core::store::{LeaseRequest, Partition, RangeRequest, TagSettings};
+    use idmint_core::{Error, Tag};
+    use idmint_store::Store;
+
+    /// Small blocks, so that ranges cross many block boundaries.
+    const BLOCK: u64 = 100;
+
+    fn tag(name: &str) -> Tag {
+        Tag::new(name).unwrap()
+    }
+
+    fn partition(index: usize, count: usize) -> Partition {
+        Partition::new(index as u64, count as u64, BLOCK).unwrap()
+    }
+
+    /// Creates `name` in every store of the set, each starting at its partition's first ID.
+    async fn create_everywhere(set: &[Store], name: &str) -> Tag {
+        let t = tag(name);
+        for (k, store) in set.iter().enumerate() {
+            let settings = TagSettings {
+                step: 10,
+                first_id: partition(k, set.len()).first_id(1).unwrap(),
+                ..TagSettings::default()
+            };
+            store.segments.create_tag(&t, &settings).await.unwrap();
+        }
+        t
+    }
+
+    fn request(step: u64, at_least: u64, partition: Partition) -> RangeRequest {
+        RangeRequest {
+            step,
+            at_least,
+            partition,
+        }
+    }
+
+    /// Two tasks per store take ranges of varied steps at once; some of them with a floor
+    /// taken from what the other stores handed out (as a node that moved would ask). No ID is
+    /// handed out twice, and each lies in its store's partition.
+    pub async fn stores_of_a_set_never_yield_the_same_segment_id(set: Vec<Store>) {
+        let t = create_everywhere(&set, "orders").await;
+        let count = set.len();
+        let mut tasks = Vec::new();
+        for (k, store) in set.iter().enumerate() {
+            for task in 0..2u64 {
+                let (segments, t) = (store.segments.clone(), t.clone());
+                let part = partition(k, count);
+                tasks.push(tokio::spawn(async move {
+                    let mut ranges: Vec<Range<u64>> = Vec::new();
+                    for i in 0..150u64 {
+                        let step = 1 + (i * 37 + task * 11) % 230;
+                        let at_least = if i % 10 == 9 { (i + 1) * 160 } else { 0 };
+                        let range = segments
+                            .allocate_in(&t, request(step, at_least, part))
+                            .await
+                            .unwrap();
+                        assert!(range.start < range.end && range.end - range.start <= step);
+                        assert!(range.start >= at_least);
+                        assert!(part.owns_id(range.start) && part.owns_id(range.end - 1));
+                        ranges.push(range);
+                    }
+                    ranges
+                }));
+            }
+        }
+        let mut all: Vec<Range<u64>> = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all.sort_by_key(|r| r.start);
+        for pair in all.windows(2) {
+            assert!(
+                pair[0].end <= pair[1].start,
+                "{:?} and {:?} overlap",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    /// A node takes ranges from one store, then another, then the first again, each time
+    /// asking for IDs above the last one it got: its IDs strictly increase across the moves,
+    /// and a store that lagged behind jumps ahead.
+    pub async fn a_node_moving_between_stores_keeps_increasing(set: Vec<Store>) {
+        let t = create_everywhere(&set, "moves").await;
+        let count = set.len();
+        let mut last_end = 0;
+        let mut issued: Vec<Range<u64>> = Vec::new();
+        for (round, k) in [0, 0, 1, 1, 2, 0, 2, 1, 0].into_iter().enumerate() {
+            let k = k % count;
+            let range = set[k]
+                .segments
+                .allocate_in(&t, request(70, last_end, partition(k, count)))
+                .await
+                .unwrap();
+            assert!(
+                range.start >= last_end,
+                "round {round}: {range:?} from store {k} is below {last_end}"
+            );
+            last_end = range.end;
+            issued.push(range);
+        }
+        assert!(issued.windows(2).all(|w| w[0].end <= w[1].start));
+        // A lagging store was moved past what the others handed out.
+        let behind = set[1 % count].segments.tag_info(&t).await.unwrap().unwrap();
+        assert!(behind.max_id > issued[1].end || count == 1);
+    }
+
+    /// Each store of the set leases only its own worker IDs: together they lease every worker
+    /// ID of the layout exactly once, and a static worker ID of another store is refused.
+    pub async fn stores_of_a_set_lease_disjoint_worker_ids(set: Vec<Store>) {
+        const WORKERS: u64 = 16;
+        let count = set.len();
+        let ask = |node: String, worker_id: Option<u64>, part: Partition| LeaseRequest {
+            node_name: node,
+            worker_count: WORKERS,
+            worker_id,
+            ttl: Duration::from_secs(60),
+            id_space: None,
+            partition: part,
+        };
+        let mut leased = HashSet::new();
+        for (k, store) in set.iter().enumerate() {
+            let part = partition(k, count);
+            for n in 0.. {
+                match store
+                    .leases
+                    .acquire(&ask(format!("node-{k}-{n}"), None, part))
+                    .await
+                {
+                    Ok(lease) => {
+                        assert!(
+                            part.owns_worker(lease.worker_id),
+                            "{lease:?} from store {k}"
+                        );
+                        assert!(leased.insert(lease.worker_id), "{lease:?} leased twice");
+                    }
+                    Err(Error::NoWorkerFree { .. }) => break,
+                    Err(other) => panic!("store {k}: {other}"),
+                }
+            }
+            assert_eq!(
+                store.leases.list_leases().await.unwrap().len() as u64,
+                part.worker_slots(WORKERS)
+            );
+            if count > 1 {
+                let foreign = (k as u64 + 1) % count as u64;
+                let refused = store
+                    .leases
+                    .acquire(&ask("static".into(), Some(foreign), part))
+                    .await;
+                assert!(
+                    matches!(
+                        refused,
+                        Err(Error::InvalidArgument {
+                            name: "worker_id",
+                            ..
+                        })
+                    ),
+                    "{refused:?}"
+                );
+            }
+        }
+        assert_eq!(leased, (0..WORKERS).collect::<HashSet<_>>());
+    }
+
+    /// The compare-and-set under `allocate_in`: moves only from the expected value, says so,
+    /// and refuses an unknown tag.
+    pub async fn max_id_moves_only_from_the_expected_value(store: Store) {
+        let t = tag("cas");
+        store
+            .segments
+            .create_tag(&t, &TagSettings::default())
+            .await
+            .unwrap();
+        let segments = &store.segments;
+        assert!(!segments.compare_and_set_max_id(&t, 5, 50).await.unwrap());
+        assert!(segments.compare_and_set_max_id(&t, 1, 50).await.unwrap());
+        assert!(segments.compare_and_set_max_id(&t, 50, 50).await.unwrap());
+        assert!(!segments.compare_and_set_max_id(&t, 1, 60).await.unwrap());
+        assert_eq!(segments.tag_info(&t).await.unwrap().unwrap().max_id, 50);
+        assert!(matches!(
+            segments.compare_and_set_max_id(&tag("nope"), 1, 2).await,
+            Err(Error::UnknownTag(_))
+        ));
+        // A single store with a floor above its max_id jumps to the floor.
+        let range = segments
+            .allocate_in(&t, request(10, 1_000, Partition::WHOLE))
+            .await
+            .unwrap();
+        assert_eq!(range, 1_000..1_010);
+        let range = segments
+            .allocate_in(&t, request(10, 0, Partition::WHOLE))
+            .await
+            .unwrap();
+        assert_eq!(range, 1_010..1_020);
+    }
+}
+
+/// Three stores of one backend (three namespaces of one server or file).
+async fn three_of(url: &str) -> Vec<idmint_store::Store> {
+    let mut set = Vec::new();
+    for _ in 0..3 {
+        set.push(common::open(url).await.0);
+    }
+    set
+}
+
+/// Stamps out the suite for one backend: `$url` is an expression giving the store URL.
+macro_rules! store_sets {
+    ($backend:ident, $url:expr) => {
+        mod $backend {
+            use super::{common, suite, three_of};
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stores_of_a_set_never_yield_the_same_segment_id() {
+                suite::stores_of_a_set_never_yield_the_same_segment_id(three_of(&$url).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_node_moving_between_stores_keeps_increasing() {
+                suite::a_node_moving_between_stores_keeps_increasing(three_of(&$url).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn stores_of_a_set_lease_disjoint_worker_ids() {
+                suite::stores_of_a_set_lease_disjoint_worker_ids(three_of(&$url).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn max_id_moves_only_from_the_expected_value() {
+                suite::max_id_moves_only_from_the_expected_value(common::open(&$url).await.0).await;
+            }
+        }
+    };
+}
+
+store_sets!(sqlite, common::sqlite_url());
+#[cfg(feature = "postgres")]
+store_sets!(postgres, common::server_url("IDMINT_TEST_POSTGRES_URL"));
+#[cfg(feature = "mysql")]
+store_sets!(mysql, common::server_url("IDMINT_TEST_MYSQL_URL"));
+#[cfg(feature = "redis")]
+store_sets!(redis, common::server_url("IDMINT_TEST_REDIS_URL"));
+
+/// One store of every backend this build has, as one set (SQLite first, then the servers).
+#[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+mod mixed {
+    use super::{common, suite};
+
+    async fn mixed_set() -> Vec<idmint_store::Store> {
+        let urls = [
+            common::sqlite_url(),
+            common::server_url("IDMINT_TEST_POSTGRES_URL"),
+            common::server_url("IDMINT_TEST_MYSQL_URL"),
+            common::server_url("IDMINT_TEST_REDIS_URL"),
+        ];
+        let mut set = Vec::new();
+        for url in &urls {
+            set.push(common::open(url).await.0);
+        }
+        set
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_of_a_set_never_yield_the_same_segment_id() {
+        suite::stores_of_a_set_never_yield_the_same_segment_id(mixed_set().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_node_moving_between_stores_keeps_increasing() {
+        suite::a_node_moving_between_stores_keeps_increasing(mixed_set().await).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn stores_of_a_set_lease_disjoint_worker_ids() {
+        suite::stores_of_a_set_lease_disjoint_worker_ids(mixed_set().await).await;
+    }
+}
