@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::store::{
-    Lease, LeaseInfo, LeaseRequest, RangeRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases,
+    Lease, LeaseInfo, LeaseRequest, Partition, RangeRequest, Renewal, SegmentStore, SetMembership,
+    TagInfo, TagSettings, TagUpdate, WorkerLeases,
 };
 use idmint_core::{IdSpaceRecord, Result, Tag};
 use idmint_store::Store;
@@ -192,6 +192,21 @@ impl<L: Layer> WorkerLeases for Layered<dyn WorkerLeases, L> {
         let record = record.clone();
         self.call("record_id_space", Calls::Leases, |store| async move {
             store.record_id_space(&record, hwm_bound_ms).await
+        })
+        .await
+    }
+
+    async fn store_set(&self) -> Result<Option<SetMembership>> {
+        self.call("store_set", Calls::Leases, |store| async move {
+            store.store_set().await
+        })
+        .await
+    }
+
+    async fn join_store_set(&self, set_id: &str, partition: Partition) -> Result<SetMembership> {
+        let set_id = set_id.to_owned();
+        self.call("join_store_set", Calls::Leases, |store| async move {
+            store.join_store_set(&set_id, partition).await
         })
         .await
     }

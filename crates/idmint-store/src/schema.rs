@@ -9,12 +9,17 @@
 use crate::{Error, Result};
 
 /// The schema version this binary writes.
-pub(crate) const LATEST: i64 = 2;
+pub(crate) const LATEST: i64 = 3;
 
 /// The columns of the ID-space table (version 2), in the order `sql::rows::id_space`
 /// takes them.
 pub(crate) const ID_SPACE_COLUMNS: &str =
     "version, layout, epoch_ms, datacenter, issues_from_ms, first_id, recorded_at_ms";
+
+/// The columns of the store-set table (version 3), in the order `sql::rows::membership` takes
+/// them.
+pub(crate) const STORE_SET_COLUMNS: &str =
+    "set_id, member_index, member_count, block_size, recorded_at_ms";
 
 /// The versions to apply to a database at `current` (0 for an empty one), in order.
 pub(crate) fn plan(current: i64, display_url: &str) -> Result<std::ops::RangeInclusive<i64>> {

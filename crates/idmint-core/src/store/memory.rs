@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{
-    choose_worker, range_at, FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore,
-    TagInfo, TagSettings, TagUpdate, WorkerLeases, WorkerRow,
+    choose_worker, range_at, FencingToken, Lease, LeaseInfo, LeaseRequest, Partition, Renewal,
+    SegmentStore, SetMembership, TagInfo, TagSettings, TagUpdate, WorkerLeases, WorkerRow,
 };
 use crate::clock::{duration_ms, Clock};
 use crate::error::{Error, Result};
@@ -36,6 +36,7 @@ struct State {
     leases: BTreeMap<u64, LeaseRow>,
     next_token: u64,
     id_spaces: Vec<IdSpaceRecord>,
+    store_set: Option<SetMembership>,
 }
 
 /// In-memory [`SegmentStore`] and [`WorkerLeases`], judged by the given clock.
@@ -202,6 +203,7 @@ impl WorkerLeases for MemoryStore {
         request.check_partition()?;
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;
+        SetMembership::check_lease(state.store_set.as_ref(), request.partition)?;
         check_lease_space(request.id_space, state.id_spaces.last().map(|r| r.version))?;
         let live = |row: &LeaseRow| row.expires_at_ms > now;
         let worker_id = match request.worker_id {
@@ -332,6 +334,27 @@ impl WorkerLeases for MemoryStore {
             ..record.clone()
         });
         Ok(())
+    }
+
+    async fn store_set(&self) -> Result<Option<SetMembership>> {
+        Ok(self.enter().await?.store_set.clone())
+    }
+
+    async fn join_store_set(&self, set_id: &str, partition: Partition) -> Result<SetMembership> {
+        let now = self.clock.now_ms();
+        let mut state = self.enter().await?;
+        let has_data = !state.tags.is_empty() || !state.leases.is_empty();
+        let existing = state.store_set.clone();
+        if let Some(record) = SetMembership::join_decision(existing, set_id, partition, has_data)? {
+            return Ok(record);
+        }
+        let record = SetMembership {
+            set_id: set_id.to_owned(),
+            partition,
+            recorded_at_ms: now,
+        };
+        state.store_set = Some(record.clone());
+        Ok(record)
     }
 }
 

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 
 #[cfg(feature = "async")]
 pub use self::memory::MemoryStore;
-pub use self::partition::{Partition, DEFAULT_BLOCK};
+pub use self::partition::{Partition, SetMembership, DEFAULT_BLOCK};
 use crate::error::Result;
 use crate::id_space::IdSpaceRecord;
 use crate::tag::Tag;
@@ -387,6 +387,22 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
     /// A change also moves every worker ID's token on, so a holder of the old space that was
     /// frozen past its lease cannot renew it when it wakes.
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()>;
+
+    /// This store's record of its place in a store set; `None` for a store that was never
+    /// part of one (a single store).
+    async fn store_set(&self) -> Result<Option<SetMembership>>;
+
+    /// Records this store as `partition` of the set `set_id`, with the store's clock as
+    /// `recorded_at_ms`, in one decision that checks:
+    /// - no record yet; the same record again is accepted (a creator that retries), any other
+    ///   one refused with [`Error::StoreConflict`](crate::Error::StoreConflict);
+    /// - the store holds no tag and no lease row: IDs it issued as a single store could lie in
+    ///   another store's partition, so it is refused with
+    ///   [`Error::StoreInvalid`](crate::Error::StoreInvalid).
+    ///
+    /// Once recorded, [`acquire`](Self::acquire) grants leases only to requests naming this
+    /// partition ([`SetMembership::check_lease`]).
+    async fn join_store_set(&self, set_id: &str, partition: Partition) -> Result<SetMembership>;
 }
 
 #[cfg(test)]

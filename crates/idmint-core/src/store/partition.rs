@@ -151,6 +151,71 @@ impl Partition {
     }
 }
 
+/// A store's record of its place in a set, written into the store once, when the set is
+/// created, and checked by every node at start and by the store at every lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct SetMembership {
+    /// The same in every store of the set, random: a store of another set, or one wiped and
+    /// recreated, is never taken for a member.
+    pub set_id: String,
+    /// The store's place in the set.
+    pub partition: Partition,
+    /// When the store recorded it, ms since the Unix epoch (the store's clock).
+    pub recorded_at_ms: u64,
+}
+
+impl SetMembership {
+    /// What a store asked to join set `set_id` as `partition` does, given its record
+    /// (`existing`) and whether it holds any tag or lease row (`has_data`), as
+    /// `WorkerLeases::join_store_set` describes: `Ok(Some(record))` when it already is that
+    /// member, `Ok(None)` when it must record it now, an error when it must refuse.
+    pub fn join_decision(
+        existing: Option<SetMembership>,
+        set_id: &str,
+        partition: Partition,
+        has_data: bool,
+    ) -> Result<Option<SetMembership>> {
+        match existing {
+            Some(record) if record.set_id == set_id && record.partition == partition => {
+                Ok(Some(record))
+            }
+            Some(record) => Err(Error::store_conflict(format!(
+                "this store is already {} of set {}; asked to be {partition} of set {set_id}",
+                record.partition, record.set_id
+            ))),
+            None if has_data => Err(Error::store_invalid(format!(
+                "this store already holds tags or worker leases, so it cannot become {partition} \
+                 of set {set_id}: IDs it issued alone may lie in another store's partition"
+            ))),
+            None => Ok(None),
+        }
+    }
+
+    /// Checks that a lease asked for `partition` fits a store whose record is `recorded`
+    /// (`None`: a single store, never part of a set): a node configured for another set, or
+    /// for a single store, must not lease here, since it would choose worker IDs another store
+    /// of the set also leases.
+    pub fn check_lease(recorded: Option<&SetMembership>, partition: Partition) -> Result<()> {
+        let recorded_partition = recorded.map_or(Partition::WHOLE, |m| m.partition);
+        let same = recorded_partition.index == partition.index
+            && recorded_partition.count == partition.count;
+        if same {
+            return Ok(());
+        }
+        Err(Error::store_invalid(match recorded {
+            None => format!(
+                "this store is not part of a store set, but the node asked for a lease as store                  {} of {}",
+                partition.index, partition.count
+            ),
+            Some(m) => format!(
+                "this store is store {} of {} in set {}, but the node asked for a lease as store                  {} of {}: check the order and number of --store",
+                m.partition.index, m.partition.count, m.set_id, partition.index, partition.count
+            ),
+        }))
+    }
+}
+
 impl fmt::Display for Partition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -226,6 +291,20 @@ mod tests {
         assert_eq!(part(0, 2, 1 << 62).range(1 << 62, 10, 0), None);
         assert_eq!(part(0, 3, u64::MAX).range(5, 10, 0), Some(5..15));
         assert_eq!(part(1, 3, u64::MAX).range(5, 10, 0), None);
+    }
+
+    #[test]
+    fn a_lease_must_name_the_recorded_place() {
+        let member = SetMembership {
+            set_id: "s".into(),
+            partition: part(1, 3, 100),
+            recorded_at_ms: 0,
+        };
+        assert!(SetMembership::check_lease(Some(&member), part(1, 3, 100)).is_ok());
+        assert!(SetMembership::check_lease(Some(&member), part(0, 3, 100)).is_err());
+        assert!(SetMembership::check_lease(Some(&member), Partition::WHOLE).is_err());
+        assert!(SetMembership::check_lease(None, Partition::WHOLE).is_ok());
+        assert!(SetMembership::check_lease(None, part(0, 2, 100)).is_err());
     }
 
     #[test]

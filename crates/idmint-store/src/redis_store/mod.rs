@@ -20,7 +20,9 @@
 //! - `{ns}:node:<name>`: sorted set of the worker IDs whose last holder is that node, by expiry,
 //!   for a node's previous worker ID;
 //! - `{ns}:spaces`: list of the ID-space records, oldest first, each
-//!   `version|layout|epoch_ms|datacenter|issues_from_ms|first_id|recorded_at_ms`.
+//!   `version|layout|epoch_ms|datacenter|issues_from_ms|first_id|recorded_at_ms`;
+//! - `{ns}:set`: hash `set_id`, `index`, `count`, `block`, `recorded_at_ms`, the store's place
+//!   in a store set (absent for a single store).
 //!
 //! Sorted-set members are worker IDs zero-padded to 16 digits, so equal scores sort by ID.
 
@@ -37,8 +39,8 @@ use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
 use idmint_core::id_space::{check_lease_space, check_record};
 use idmint_core::store::{
-    FencingToken, Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings,
-    TagUpdate, WorkerLeases,
+    FencingToken, Lease, LeaseInfo, LeaseRequest, Partition, Renewal, SegmentStore, SetMembership,
+    TagInfo, TagSettings, TagUpdate, WorkerLeases,
 };
 use idmint_core::{IdSpace, IdSpaceRecord, Tag};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -51,7 +53,9 @@ use crate::{Error, Result, StoreOptions};
 
 /// The key layout version this binary writes to `{ns}:schema`. Version 2 added `{ns}:spaces`:
 /// a binary that knows only version 1 would not check the pinned ID space, so it must refuse.
-const SCHEMA_VERSION: u64 = 2;
+/// Version 3 added `{ns}:set`: an older binary would lease any worker ID of a store that is one
+/// partition of a set.
+const SCHEMA_VERSION: u64 = 3;
 
 /// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
 /// scores inside Redis, both doubles, exact up to 2^53.
@@ -85,6 +89,8 @@ struct Keys {
     expiry: String,
     /// `{ns}:spaces`
     spaces: String,
+    /// `{ns}:set`, the store-set record.
+    store_set: String,
 }
 
 impl Keys {
@@ -98,6 +104,7 @@ impl Keys {
             workers: format!("{prefix}workers"),
             expiry: format!("{prefix}expiry"),
             spaces: format!("{prefix}spaces"),
+            store_set: format!("{prefix}set"),
             prefix,
         }
     }
@@ -361,6 +368,26 @@ fn unexpected(what: &str, reply: &[String]) -> Error {
 }
 
 /// A stored decimal as `u64`.
+/// A set membership from the record's fields: set ID, index, count, block, recorded_at_ms.
+fn membership(fields: &[String]) -> Result<SetMembership> {
+    let [set_id, index, count, block, recorded] = fields else {
+        return Err(Error::store_corrupt(format!(
+            "the store-set record has the fields {fields:?}"
+        )));
+    };
+    let partition = Partition::new(
+        number("index", index)?,
+        number("count", count)?,
+        number("block", block)?,
+    )
+    .map_err(|e| Error::store_corrupt(format!("the store-set record is damaged: {e}")))?;
+    Ok(SetMembership {
+        set_id: set_id.clone(),
+        partition,
+        recorded_at_ms: number("recorded_at_ms", recorded)?,
+    })
+}
+
 fn number(what: &str, text: &str) -> Result<u64> {
     text.parse()
         .map_err(|_| Error::store_invalid(format!("{what} `{text}` in Redis is not a number")))
@@ -563,7 +590,7 @@ impl WorkerLeases for RedisStore {
             .arg(request.id_space.map(|v| v.to_string()).unwrap_or_default())
             .arg(request.partition.index)
             .arg(request.partition.count);
-        invocation.key(&self.keys.spaces);
+        invocation.key(&self.keys.spaces).key(&self.keys.store_set);
         let reply = self.run(what, &invocation).await?;
         match reply.as_slice() {
             [status, id, token, hwm, expires] if status == "ok" => Ok(Lease {
@@ -583,8 +610,56 @@ impl WorkerLeases for RedisStore {
                 check_lease_space(request.id_space, Some(number("version", in_force)?))
                     .and(Err(unexpected(what, &reply)))
             }
+            [status] if status == "set" => {
+                // The script refused the partition; the record says how (read after the fact,
+                // for the message only).
+                let recorded = self.store_set().await?;
+                SetMembership::check_lease(recorded.as_ref(), request.partition).and(Err(
+                    Error::store_conflict("the store-set record changed during the lease"),
+                ))
+            }
             _ => Err(unexpected(what, &reply)),
         }
+    }
+
+    async fn store_set(&self) -> Result<Option<SetMembership>> {
+        let what = "reading the store-set record";
+        let call = async {
+            let mut conn = self.conn.clone();
+            redis::cmd("HMGET")
+                .arg(&self.keys.store_set)
+                .arg(&["set_id", "index", "count", "block", "recorded_at_ms"])
+                .query_async::<Vec<Option<String>>>(&mut conn)
+                .await
+                .map_err(|e| redis_error(what, e))
+        };
+        let fields = bounded(self.timeout, what, call).await?;
+        if fields.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let fields: Vec<String> = fields.into_iter().map(Option::unwrap_or_default).collect();
+        membership(&fields).map(Some)
+    }
+
+    async fn join_store_set(&self, set_id: &str, partition: Partition) -> Result<SetMembership> {
+        let what = "joining a store set";
+        let mut invocation = self.scripts.join_set.key(&self.keys.store_set);
+        invocation
+            .key(&self.keys.tags)
+            .key(&self.keys.workers)
+            .arg(set_id)
+            .arg(partition.index)
+            .arg(partition.count)
+            .arg(partition.block);
+        let reply = self.run(what, &invocation).await?;
+        let (existing, has_data) = match reply.as_slice() {
+            [status, fields @ ..] if status == "ok" => return membership(fields),
+            [status, fields @ ..] if status == "exists" => (Some(membership(fields)?), false),
+            [status] if status == "data" => (None, true),
+            _ => return Err(unexpected(what, &reply)),
+        };
+        SetMembership::join_decision(existing, set_id, partition, has_data)?
+            .ok_or_else(|| unexpected(what, &reply))
     }
 
     async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {

@@ -43,6 +43,8 @@ pub(super) struct Scripts {
     pub(super) schema: Script,
     /// Records the ID space in force, fencing every holder on a change.
     pub(super) record_space: Script,
+    /// Records the store's place in a store set, if it has none and holds no data.
+    pub(super) join_set: Script,
 }
 
 impl Scripts {
@@ -60,11 +62,12 @@ impl Scripts {
             list_leases: lua!("list_leases.lua"),
             schema: lua!("schema.lua"),
             record_space: lua!("record_space.lua"),
+            join_set: lua!("join_set.lua"),
         }
     }
 
     /// Every script, to load them all at open (which also checks that they compile).
-    pub(super) fn all(&self) -> [&Script; 11] {
+    pub(super) fn all(&self) -> [&Script; 12] {
         [
             &self.allocate,
             &self.move_max_id,
@@ -77,6 +80,7 @@ impl Scripts {
             &self.list_leases,
             &self.schema,
             &self.record_space,
+            &self.join_set,
         ]
     }
 }

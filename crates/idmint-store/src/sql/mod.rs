@@ -37,8 +37,8 @@ use async_trait::async_trait;
 use idmint_core::clock::duration_ms;
 use idmint_core::id_space::{check_lease_space, check_record};
 use idmint_core::store::{
-    Lease, LeaseInfo, LeaseRequest, Renewal, SegmentStore, TagInfo, TagSettings, TagUpdate,
-    WorkerLeases, MAX_SEGMENT_ID,
+    Lease, LeaseInfo, LeaseRequest, Partition, Renewal, SegmentStore, SetMembership, TagInfo,
+    TagSettings, TagUpdate, WorkerLeases, MAX_SEGMENT_ID,
 };
 use idmint_core::{IdSpaceRecord, Tag};
 use sqlx::pool::PoolConnection;
@@ -443,6 +443,9 @@ where
             .await
             .map_err(err)?;
         check_lease_space(request.id_space, rows::version(newest)?)?;
+        let recorded = self.read_store_set(&mut session).await.map_err(err)?;
+        let recorded = recorded.map(rows::membership).transpose()?;
+        SetMembership::check_lease(recorded.as_ref(), request.partition)?;
         let now: i64 = sqlx::query_scalar(q(&self.sql.now))
             .fetch_one(session.conn())
             .await
@@ -565,6 +568,50 @@ where
             .await
             .map_err(err)?;
         session.finish().await.map_err(err)
+    }
+
+    /// The store-set row, read in `session`.
+    async fn read_store_set(
+        &self,
+        session: &mut Session<D::Db>,
+    ) -> std::result::Result<Option<rows::StoreSetRow>, sqlx::Error> {
+        sqlx::query_as(q(&self.sql.store_set))
+            .fetch_optional(session.conn())
+            .await
+    }
+
+    async fn join_store_set_now(
+        &self,
+        set_id: &str,
+        partition: Partition,
+    ) -> Result<SetMembership> {
+        let err = |e| D::error("joining a store set", e);
+        let mut session = self.dialect.session(&self.pool, Access::Serialized).await?;
+        let existing = self.read_store_set(&mut session).await.map_err(err)?;
+        let existing = existing.map(rows::membership).transpose()?;
+        let data_rows: i64 = sqlx::query_scalar(q(&self.sql.data_rows))
+            .fetch_one(session.conn())
+            .await
+            .map_err(err)?;
+        if let Some(record) =
+            SetMembership::join_decision(existing, set_id, partition, data_rows > 0)?
+        {
+            return Ok(record);
+        }
+        sqlx::query(q(&self.sql.record_store_set))
+            .bind(set_id.to_owned())
+            .bind(to_i64("member_index", partition.index)?)
+            .bind(to_i64("member_count", partition.count)?)
+            .bind(to_i64("block_size", partition.block)?)
+            .execute(session.conn())
+            .await
+            .map_err(err)?;
+        let recorded = self.read_store_set(&mut session).await.map_err(err)?;
+        session.finish().await.map_err(err)?;
+        recorded
+            .map(rows::membership)
+            .transpose()?
+            .ok_or_else(|| Error::store_invalid("the store-set record vanished as it was written"))
     }
 
     /// Runs a read on the pool, mapping its error.
@@ -723,6 +770,21 @@ where
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
         let call = self.record_id_space_now(record, hwm_bound_ms);
         bounded(self.timeout, "recording the ID space", call).await
+    }
+
+    async fn store_set(&self) -> Result<Option<SetMembership>> {
+        let what = "reading the store-set record";
+        let read = sqlx::query_as::<_, rows::StoreSetRow>(q(&self.sql.store_set))
+            .fetch_optional(&self.pool);
+        self.read(what, read)
+            .await?
+            .map(rows::membership)
+            .transpose()
+    }
+
+    async fn join_store_set(&self, set_id: &str, partition: Partition) -> Result<SetMembership> {
+        let call = self.join_store_set_now(set_id, partition);
+        bounded(self.timeout, "joining a store set", call).await
     }
 }
 

@@ -131,6 +131,12 @@ impl Dialect for MysqlDialect {
                  issues_from_ms BIGINT NOT NULL, first_id BIGINT NOT NULL, \
                  recorded_at_ms BIGINT NOT NULL) ENGINE=InnoDB"
             )],
+            3 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_store_set (id BIGINT NOT NULL PRIMARY KEY, \
+                 set_id VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, \
+                 member_index BIGINT NOT NULL, member_count BIGINT NOT NULL, \
+                 block_size BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL) ENGINE=InnoDB"
+            )],
             _ => Vec::new(),
         }
     }

@@ -96,6 +96,12 @@ impl Dialect for PostgresDialect {
                  issues_from_ms BIGINT NOT NULL, first_id BIGINT NOT NULL, \
                  recorded_at_ms BIGINT NOT NULL)"
             )],
+            3 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_store_set (id BIGINT PRIMARY KEY, \
+                 set_id TEXT NOT NULL, member_index BIGINT NOT NULL, \
+                 member_count BIGINT NOT NULL, block_size BIGINT NOT NULL, \
+                 recorded_at_ms BIGINT NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

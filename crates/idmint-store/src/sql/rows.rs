@@ -179,3 +179,21 @@ pub(crate) fn tag_info(
         updated_at_ms: to_u64("updated_at_ms", updated_at_ms)?,
     })
 }
+
+/// A store-set row, in [`crate::schema::STORE_SET_COLUMNS`] order.
+pub(crate) type StoreSetRow = (String, i64, i64, i64, i64);
+
+/// A set membership from its row.
+pub(crate) fn membership(row: StoreSetRow) -> Result<store::SetMembership> {
+    let (set_id, index, count, block, recorded) = row;
+    Ok(store::SetMembership {
+        set_id,
+        partition: store::Partition::new(
+            to_u64("member_index", index)?,
+            to_u64("member_count", count)?,
+            to_u64("block_size", block)?,
+        )
+        .map_err(|e| Error::store_corrupt(format!("the store-set record is damaged: {e}")))?,
+        recorded_at_ms: to_u64("recorded_at_ms", recorded)?,
+    })
+}

@@ -83,6 +83,12 @@ impl Dialect for SqliteDialect {
                  issues_from_ms INTEGER NOT NULL, first_id INTEGER NOT NULL, \
                  recorded_at_ms INTEGER NOT NULL)"
             )],
+            3 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_store_set (id INTEGER PRIMARY KEY NOT NULL, \
+                 set_id TEXT NOT NULL, member_index INTEGER NOT NULL, \
+                 member_count INTEGER NOT NULL, block_size INTEGER NOT NULL, \
+                 recorded_at_ms INTEGER NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

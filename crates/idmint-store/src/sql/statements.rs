@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Dialect;
-use crate::schema::ID_SPACE_COLUMNS;
+use crate::schema::{ID_SPACE_COLUMNS, STORE_SET_COLUMNS};
 
 /// The columns of a tag row, in the order [`super::tag_info`] reads them.
 pub(crate) const TAG_COLUMNS: &str = "tag, max_id, step, description, updated_at_ms";
@@ -60,6 +60,12 @@ pub(crate) struct Statements {
     pub(crate) move_tokens_on: Arc<str>,
     /// Inserts an ID-space record, stamped with the store's clock.
     pub(crate) record_space: Arc<str>,
+    /// The store's set record (no row for a single store).
+    pub(crate) store_set: Arc<str>,
+    /// How many tag and lease rows the store holds.
+    pub(crate) data_rows: Arc<str>,
+    /// Inserts the set record, stamped with the store's clock: set ID, index, count, block.
+    pub(crate) record_store_set: Arc<str>,
 }
 
 impl Statements {
@@ -145,6 +151,15 @@ impl Statements {
             move_tokens_on: sql(format!("UPDATE {w} SET token = token + 1")),
             record_space: sql(format!(
                 "INSERT INTO {ns}_id_spaces ({ID_SPACE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, {now})"
+            )),
+            store_set: sql(format!(
+                "SELECT {STORE_SET_COLUMNS} FROM {ns}_store_set WHERE id = 1{lock}"
+            )),
+            data_rows: sql(format!(
+                "SELECT (SELECT COUNT(*) FROM {s}) + (SELECT COUNT(*) FROM {w})"
+            )),
+            record_store_set: sql(format!(
+                "INSERT INTO {ns}_store_set (id, {STORE_SET_COLUMNS}) VALUES (1, ?, ?, ?, ?, {now})"
             )),
         }
     }

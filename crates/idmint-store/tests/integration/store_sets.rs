@@ -7,6 +7,7 @@
 use crate::common;
 
 mod suite {
+    use super::common;
     use std::collections::HashSet;
     use std::ops::Range;
     use std::time::Duration;
@@ -22,8 +23,22 @@ mod suite {
         Tag::new(name).unwrap()
     }
 
-    fn partition(index: usize, count: usize) -> Partition {
+    pub fn partition(index: usize, count: usize) -> Partition {
         Partition::new(index as u64, count as u64, BLOCK).unwrap()
+    }
+
+    /// Records each store as its place in one new set.
+    pub async fn joined(set: Vec<Store>) -> Vec<Store> {
+        let set_id = format!("set-{}", common::fresh_namespace());
+        for (k, store) in set.iter().enumerate() {
+            let record = store
+                .leases
+                .join_store_set(&set_id, partition(k, set.len()))
+                .await
+                .unwrap();
+            assert_eq!(record.partition, partition(k, set.len()));
+        }
+        set
     }
 
     /// Creates `name` in every store of the set, each starting at its partition's first ID.
@@ -178,6 +193,85 @@ mod suite {
         assert_eq!(leased, (0..WORKERS).collect::<HashSet<_>>());
     }
 
+    /// A store joins a set once, and only while it holds nothing; from then on it leases only
+    /// to nodes that name its place, and a store that joined no set only to single-store
+    /// nodes.
+    pub async fn a_store_joins_a_set_once_and_only_while_empty(url: String) {
+        let ask = |partition: Partition| LeaseRequest {
+            node_name: "n".into(),
+            worker_count: 16,
+            worker_id: None,
+            ttl: Duration::from_secs(60),
+            id_space: None,
+            partition,
+        };
+        let store = common::open(&url).await.0;
+        assert_eq!(store.leases.store_set().await.unwrap(), None);
+        let second = partition(1, 3);
+        let record = store.leases.join_store_set("s1", second).await.unwrap();
+        assert_eq!((record.set_id.as_str(), record.partition), ("s1", second));
+        assert_eq!(
+            store.leases.store_set().await.unwrap(),
+            Some(record.clone())
+        );
+        // The same again is accepted (a creator retrying); anything else is refused.
+        assert_eq!(
+            store.leases.join_store_set("s1", second).await.unwrap(),
+            record
+        );
+        for (set_id, other) in [
+            ("s2", second),
+            ("s1", partition(0, 3)),
+            ("s1", partition(1, 2)),
+        ] {
+            let refused = store.leases.join_store_set(set_id, other).await;
+            assert!(
+                matches!(refused, Err(Error::StoreConflict { .. })),
+                "{refused:?}"
+            );
+        }
+        // Leases: only for its own place.
+        for wrong in [Partition::WHOLE, partition(0, 3), partition(1, 2)] {
+            let refused = store.leases.acquire(&ask(wrong)).await;
+            assert!(
+                matches!(refused, Err(Error::StoreInvalid { .. })),
+                "{refused:?}"
+            );
+        }
+        assert_eq!(
+            store.leases.acquire(&ask(second)).await.unwrap().worker_id,
+            1
+        );
+
+        // A store with a tag, or with a lease row, cannot join.
+        let with_tag = common::open(&url).await.0;
+        with_tag
+            .segments
+            .create_tag(&tag("t"), &TagSettings::default())
+            .await
+            .unwrap();
+        let with_lease = common::open(&url).await.0;
+        with_lease
+            .leases
+            .acquire(&ask(Partition::WHOLE))
+            .await
+            .unwrap();
+        for full in [with_tag, with_lease] {
+            let refused = full.leases.join_store_set("s1", partition(0, 3)).await;
+            assert!(
+                matches!(refused, Err(Error::StoreInvalid { .. })),
+                "{refused:?}"
+            );
+            assert_eq!(full.leases.store_set().await.unwrap(), None);
+            // A single store leases only to single-store nodes.
+            let refused = full.leases.acquire(&ask(partition(0, 3))).await;
+            assert!(
+                matches!(refused, Err(Error::StoreInvalid { .. })),
+                "{refused:?}"
+            );
+        }
+    }
+
     /// The compare-and-set under `allocate_in`: moves only from the expected value, says so,
     /// and refuses an unknown tag.
     pub async fn max_id_moves_only_from_the_expected_value(store: Store) {
@@ -211,13 +305,13 @@ mod suite {
     }
 }
 
-/// Three stores of one backend (three namespaces of one server or file).
+/// Three stores of one backend (three namespaces of one server or file), joined as a set.
 async fn three_of(url: &str) -> Vec<idmint_store::Store> {
     let mut set = Vec::new();
     for _ in 0..3 {
         set.push(common::open(url).await.0);
     }
-    set
+    suite::joined(set).await
 }
 
 /// Stamps out the suite for one backend: `$url` is an expression giving the store URL.
@@ -239,6 +333,11 @@ macro_rules! store_sets {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn stores_of_a_set_lease_disjoint_worker_ids() {
                 suite::stores_of_a_set_lease_disjoint_worker_ids(three_of(&$url).await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_store_joins_a_set_once_and_only_while_empty() {
+                suite::a_store_joins_a_set_once_and_only_while_empty($url).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -273,7 +372,7 @@ mod mixed {
         for url in &urls {
             set.push(common::open(url).await.0);
         }
-        set
+        suite::joined(set).await
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

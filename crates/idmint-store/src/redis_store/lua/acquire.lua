@@ -5,7 +5,8 @@
 -- ARGV[4] a static worker ID (< count) or '' to choose one, ARGV[5] the TTL in ms (<= 2^52),
 -- ARGV[6] the ID-space version the node mints in, or '' not to check it; KEYS[3] the list of
 -- ID-space records; ARGV[7] and ARGV[8] the store's partition: its index and the set's size
--- (0 and 1 for a single store): only worker IDs w with w % size == index are candidates.
+-- (0 and 1 for a single store): only worker IDs w with w % size == index are candidates;
+-- KEYS[4] the store's set record, which must name the same index and size (none: 0 and 1).
 -- Returns {'ok', worker ID, token, hwm, expires_at_ms} | {'held', holder} | {'none'} |
 -- {'space', version in force}.
 --
@@ -20,7 +21,13 @@ local part_index, part_count = tonumber(ARGV[7]), tonumber(ARGV[8])
 local function candidate(id)
   return id < count and id % part_count == part_index
 end
+
 local now = now_ms()
+
+local recorded = redis.call('HMGET', KEYS[4], 'index', 'count')
+if tonumber(recorded[1] or '0') ~= part_index or tonumber(recorded[2] or '1') ~= part_count then
+  return { 'set' }
+end
 
 local in_force = redis.call('LLEN', KEYS[3])
 if ARGV[6] ~= '' and tonumber(ARGV[6]) ~= in_force then
