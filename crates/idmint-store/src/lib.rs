@@ -16,6 +16,7 @@ mod location;
 #[cfg(feature = "redis")]
 mod redis_store;
 mod schema;
+mod set;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 mod sql;
 
@@ -26,6 +27,7 @@ pub use idmint_core::store::{SegmentStore, WorkerLeases};
 pub use idmint_core::{Error, Result};
 
 pub use self::location::{redact, Backend, Location};
+pub use self::set::{open_set, SetOptions, RETRY_AFTER};
 
 /// How to open a store.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -390,3 +390,203 @@ mod mixed {
         suite::stores_of_a_set_lease_disjoint_worker_ids(mixed_set().await).await;
     }
 }
+
+/// Sets opened from a list of URLs, as a node opens them (`open_set`).
+mod opened {
+    use idmint_core::store::{LeaseRequest, Partition, TagSettings};
+    use idmint_core::{Error, Tag};
+    use idmint_store::{open_set, SetOptions, Store};
+
+    use super::common;
+
+    const BLOCK: u64 = 1_000;
+
+    fn set_options(home: usize) -> SetOptions {
+        SetOptions {
+            block: BLOCK,
+            home: Some(home),
+            node_name: "n".into(),
+        }
+    }
+
+    async fn open(urls: &[String], namespace: &str, home: usize) -> Result<Store, Error> {
+        open_set(urls, &common::options(namespace), &set_options(home)).await
+    }
+
+    fn lease_request(node: &str) -> LeaseRequest {
+        LeaseRequest {
+            node_name: node.into(),
+            worker_count: 8,
+            worker_id: None,
+            ttl: std::time::Duration::from_secs(60),
+            id_space: None,
+            partition: Partition::WHOLE,
+        }
+    }
+
+    /// The first open creates the set in every store; later opens must bring the same list:
+    /// another order, another number of stores, another block size, one store alone, or a store
+    /// with data of its own are refused.
+    async fn created_once_then_checked(urls: Vec<String>) {
+        let namespace = common::fresh_namespace();
+        let set = open(&urls, &namespace, 0).await.unwrap();
+        let record = set.leases.store_set().await.unwrap().unwrap();
+        for (k, url) in urls.iter().enumerate() {
+            let alone = idmint_store::open(url, &common::options(&namespace))
+                .await
+                .unwrap();
+            let member = alone.leases.store_set().await.unwrap().unwrap();
+            assert_eq!(member.set_id, record.set_id);
+            assert_eq!(
+                member.partition,
+                Partition::new(k as u64, urls.len() as u64, BLOCK).unwrap()
+            );
+        }
+        // Opened again, the same list is accepted.
+        open(&urls, &namespace, 1).await.unwrap();
+        let mut swapped = urls.clone();
+        swapped.swap(0, 1);
+        let refusals = [
+            open(&swapped, &namespace, 0).await.err(),
+            open(&urls[..2], &namespace, 0).await.err(),
+            open(&urls[..1], &namespace, 0).await.err(),
+            open_set(
+                &urls,
+                &common::options(&namespace),
+                &SetOptions {
+                    block: BLOCK * 2,
+                    ..set_options(0)
+                },
+            )
+            .await
+            .err(),
+        ];
+        for refusal in refusals {
+            assert!(
+                matches!(refusal, Some(Error::StoreInvalid { .. })),
+                "{refusal:?}"
+            );
+        }
+        // A store that served alone cannot be made part of a set.
+        let used = common::sqlite_url();
+        let alone = idmint_store::open(&used, &common::options(&namespace))
+            .await
+            .unwrap();
+        alone
+            .segments
+            .create_tag(&Tag::new("mine").unwrap(), &TagSettings::default())
+            .await
+            .unwrap();
+        let with_used = [common::sqlite_url(), used];
+        let refused = open(&with_used, &namespace, 0).await;
+        assert!(
+            matches!(refused, Err(Error::StoreInvalid { .. })),
+            "{refused:?}"
+        );
+    }
+
+    /// Through the set: a tag is created in every store at its first ID, ranges come from the
+    /// home store, leases from the home store's worker IDs, and a second node with another
+    /// home draws from its own store without ever overlapping the first.
+    async fn routes_to_the_home_store(urls: Vec<String>) {
+        let namespace = common::fresh_namespace();
+        let count = urls.len() as u64;
+        let first = open(&urls, &namespace, 0).await.unwrap();
+        let second = open(&urls, &namespace, 1).await.unwrap();
+        let t = Tag::new("orders").unwrap();
+        first
+            .segments
+            .create_tag(&t, &TagSettings::default())
+            .await
+            .unwrap();
+        let mut all = Vec::new();
+        for (node, home) in [(&first, 0u64), (&second, 1u64)] {
+            let mut last = 0;
+            for _ in 0..30 {
+                let range = node.segments.allocate(&t, 300).await.unwrap();
+                assert_eq!(
+                    Partition::of_id(range.start, count, BLOCK),
+                    home,
+                    "{range:?}"
+                );
+                assert!(range.start >= last);
+                last = range.end;
+                all.push(range);
+            }
+            let lease = node.leases.acquire(&lease_request("n")).await.unwrap();
+            assert_eq!(Partition::of_worker(lease.worker_id, count), home);
+        }
+        all.sort_by_key(|r| r.start);
+        assert!(all.windows(2).all(|w| w[0].end <= w[1].start));
+        let tags = first.segments.list_tags().await.unwrap();
+        assert_eq!(tags.len(), 1);
+        let leases = first.leases.list_leases().await.unwrap();
+        assert_eq!(leases.len(), 2);
+    }
+
+    /// A store that does not answer at open is skipped: the set serves from the others, and
+    /// a node whose home it is draws from the next store.
+    async fn serves_with_a_store_down(mut urls: Vec<String>) {
+        urls.insert(1, "postgres://idmint:idmint@127.0.0.1:1/nothing".into());
+        let count = urls.len() as u64;
+        let namespace = common::fresh_namespace();
+        let set = open(&urls, &namespace, 1).await.unwrap();
+        let t = Tag::new("down").unwrap();
+        set.segments
+            .create_tag(&t, &TagSettings::default())
+            .await
+            .unwrap();
+        let mut last = 0;
+        for _ in 0..20 {
+            let range = set.segments.allocate(&t, 500).await.unwrap();
+            assert_ne!(Partition::of_id(range.start, count, BLOCK), 1, "{range:?}");
+            assert!(range.start >= last);
+            last = range.end;
+        }
+        let lease = set.leases.acquire(&lease_request("n")).await.unwrap();
+        assert_ne!(Partition::of_worker(lease.worker_id, count), 1);
+        assert_eq!(set.segments.tag_info(&t).await.unwrap().unwrap().tag, t);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_sets_are_created_once_then_checked() {
+        created_once_then_checked((0..3).map(|_| common::sqlite_url()).collect()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_sets_route_to_the_home_store() {
+        routes_to_the_home_store((0..3).map(|_| common::sqlite_url()).collect()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sqlite_sets_serve_with_a_store_down() {
+        serves_with_a_store_down((0..2).map(|_| common::sqlite_url()).collect()).await;
+    }
+
+    #[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+    fn mixed_urls() -> Vec<String> {
+        vec![
+            common::server_url("IDMINT_TEST_POSTGRES_URL"),
+            common::server_url("IDMINT_TEST_MYSQL_URL"),
+            common::server_url("IDMINT_TEST_REDIS_URL"),
+        ]
+    }
+
+    #[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_sets_are_created_once_then_checked() {
+        created_once_then_checked(mixed_urls()).await;
+    }
+
+    #[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_sets_route_to_the_home_store() {
+        routes_to_the_home_store(mixed_urls()).await;
+    }
+
+    #[cfg(all(feature = "postgres", feature = "mysql", feature = "redis"))]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mixed_sets_serve_with_a_store_down() {
+        serves_with_a_store_down(mixed_urls()).await;
+    }
+}

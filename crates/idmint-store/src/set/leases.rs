@@ -1,0 +1,184 @@
+//! [`WorkerLeases`] over a store set: a lease from the first store that answers and has a free
+//! worker ID; renewals and releases to the store that owns the worker ID; the ID space on every
+//! store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use idmint_core::store::{
+    Lease, LeaseInfo, LeaseRequest, Partition, Renewal, SetMembership, WorkerLeases,
+};
+use idmint_core::IdSpaceRecord;
+
+use super::members::{Member, Members};
+use crate::{Error, Result, Store};
+
+/// The lease side of a set.
+#[derive(Debug)]
+pub(super) struct SetLeases {
+    members: Arc<Members>,
+}
+
+impl SetLeases {
+    pub(super) fn new(members: Arc<Members>) -> Self {
+        Self { members }
+    }
+
+    /// The store that owns `worker_id`, if it is open.
+    fn owner(&self, worker_id: u64) -> Result<(&Member, Store)> {
+        let member = self.members.owner_of_worker(worker_id);
+        let store = self.members.store_now(member).ok_or_else(|| {
+            Error::store_unavailable(format!(
+                "{}, which leases worker ID {worker_id}, is not open",
+                member.display
+            ))
+        })?;
+        Ok((member, store))
+    }
+}
+
+#[async_trait]
+impl WorkerLeases for SetLeases {
+    async fn acquire(&self, request: &LeaseRequest) -> Result<Lease> {
+        if let Some(worker_id) = request.worker_id {
+            // A static worker ID: only its store may lease it.
+            let (member, store) = self.owner(worker_id)?;
+            let request = LeaseRequest {
+                partition: member.partition,
+                ..request.clone()
+            };
+            return self
+                .members
+                .answered(member, store.leases.acquire(&request).await);
+        }
+        let mut refusal = None;
+        for member in self.members.in_order() {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            let request = LeaseRequest {
+                partition: member.partition,
+                ..request.clone()
+            };
+            match self
+                .members
+                .answered(member, store.leases.acquire(&request).await)
+            {
+                Ok(lease) => return Ok(lease),
+                // This store's worker IDs are all held, or it is down: the next one may have one.
+                Err(error @ (Error::NoWorkerFree { .. } | Error::StoreUnavailable { .. })) => {
+                    if refusal.is_none() || matches!(error, Error::NoWorkerFree { .. }) {
+                        refusal = Some(error);
+                    }
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(refusal.unwrap_or_else(|| {
+            Error::store_unavailable("acquiring a worker ID: no store of the set answers")
+        }))
+    }
+
+    async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
+        let (member, store) = self.owner(lease.worker_id)?;
+        self.members
+            .answered(member, store.leases.renew(lease, hwm_ms, ttl).await)
+    }
+
+    async fn release(&self, lease: &Lease, final_hwm_ms: u64) -> Result<()> {
+        let (member, store) = self.owner(lease.worker_id)?;
+        self.members
+            .answered(member, store.leases.release(lease, final_hwm_ms).await)
+    }
+
+    async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
+        let mut all = Vec::new();
+        let mut answered = false;
+        let mut outage = None;
+        for member in &self.members.list {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            match self
+                .members
+                .answered(member, store.leases.list_leases().await)
+            {
+                Ok(leases) => {
+                    answered = true;
+                    // Rows of other partitions (from before the set) belong to their owners.
+                    all.extend(
+                        leases
+                            .into_iter()
+                            .filter(|l| member.partition.owns_worker(l.worker_id)),
+                    );
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        if !answered {
+            return Err(outage.unwrap_or_else(|| {
+                Error::store_unavailable("listing leases: no store of the set answers")
+            }));
+        }
+        all.sort_by_key(|l| l.worker_id);
+        Ok(all)
+    }
+
+    async fn clock_ms(&self) -> Result<u64> {
+        self.members
+            .first_answer("reading the store's clock", |_, store| async move {
+                store.leases.clock_ms().await
+            })
+            .await
+    }
+
+    async fn id_spaces(&self) -> Result<Vec<IdSpaceRecord>> {
+        self.members
+            .first_answer("reading the ID spaces", |_, store| async move {
+                store.leases.id_spaces().await
+            })
+            .await
+    }
+
+    async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        let mut recorded = false;
+        let mut outage = None;
+        for member in self.members.in_order() {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            match self.members.answered(
+                member,
+                store.leases.record_id_space(record, hwm_bound_ms).await,
+            ) {
+                Ok(()) => recorded = true,
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        match (recorded, outage) {
+            (true, _) => Ok(()),
+            (false, Some(error)) => Err(error),
+            (false, None) => Err(Error::store_unavailable(
+                "recording the ID space: no store of the set answers",
+            )),
+        }
+    }
+
+    async fn store_set(&self) -> Result<Option<SetMembership>> {
+        self.members
+            .first_answer("reading the store-set record", |_, store| async move {
+                store.leases.store_set().await
+            })
+            .await
+    }
+
+    async fn join_store_set(&self, _: &str, _: Partition) -> Result<SetMembership> {
+        Err(Error::InvalidArgument {
+            name: "store",
+            reason: "a store set joins no other set".into(),
+        })
+    }
+}

@@ -1,0 +1,314 @@
+//! The stores of a set: opening and checking them, the order calls try them in, and which
+//! one owns a worker ID or a segment ID.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use idmint_core::store::{Partition, SetMembership};
+
+use super::partition;
+use crate::{Error, Location, Result, Store, StoreOptions};
+
+/// How long a store that failed a call is tried only after the others, and how often one that
+/// could not be opened is tried again.
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// One store of the set.
+pub(super) struct Member {
+    /// Its place in the `--store` list.
+    pub(super) index: usize,
+    url: String,
+    /// The URL with its password hidden.
+    pub(super) display: String,
+    pub(super) partition: Partition,
+    /// Set once the store is open and checked.
+    store: OnceLock<Store>,
+    /// An open is under way in the background.
+    opening: AtomicBool,
+    /// When it last failed (an outage, or an open that did not work).
+    failed_at: Mutex<Option<Instant>>,
+}
+
+impl Member {
+    fn recently_failed(&self) -> bool {
+        self.failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some_and(|at| at.elapsed() < RETRY_AFTER)
+    }
+
+    fn mark_failed(&self) {
+        *self
+            .failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    }
+
+    fn mark_answered(&self) {
+        let mut failed_at = self
+            .failed_at
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if failed_at.is_some() {
+            *failed_at = None;
+        }
+    }
+}
+
+/// Every store of a set, as the node's list gives them.
+pub(super) struct Members {
+    pub(super) list: Vec<Member>,
+    set_id: String,
+    options: StoreOptions,
+    home: usize,
+}
+
+impl std::fmt::Debug for Members {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Members")
+            .field("set_id", &self.set_id)
+            .field("stores", &self.display())
+            .field("home", &self.home)
+            .finish()
+    }
+}
+
+impl Members {
+    /// Opens every store that answers, finds or creates the set, and checks each open store
+    /// against it (see [`open_set`](super::open_set)).
+    pub(super) async fn open(
+        urls: &[String],
+        options: &StoreOptions,
+        block: u64,
+        home: usize,
+    ) -> Result<Self> {
+        let count = urls.len();
+        let mut list = Vec::with_capacity(count);
+        let mut opened: Vec<Option<Store>> = Vec::with_capacity(count);
+        for (index, url) in urls.iter().enumerate() {
+            let display = Location::parse(url)?.display;
+            list.push(Member {
+                index,
+                url: url.clone(),
+                display,
+                partition: partition(index, count, block)?,
+                store: OnceLock::new(),
+                opening: AtomicBool::new(false),
+                failed_at: Mutex::new(None),
+            });
+            opened.push(open_or_skip(url, options).await?);
+        }
+        let mut records: Vec<Option<SetMembership>> = Vec::with_capacity(count);
+        for (member, store) in list.iter().zip(&mut opened) {
+            let record = match store {
+                Some(open) => match open.leases.store_set().await {
+                    Ok(record) => record,
+                    Err(error @ Error::StoreUnavailable { .. }) => {
+                        tracing::warn!(store = %member.display, error = %error.with_causes(), "store of the set does not answer; it is tried again when needed");
+                        *store = None;
+                        None
+                    }
+                    Err(error) => return Err(error),
+                },
+                None => None,
+            };
+            records.push(record);
+        }
+        let set_id = find_set_id(&records, opened[0].is_some())?;
+        let mut usable = 0;
+        // Store 0 first: it decides the set ID among nodes creating the set at once.
+        for (member, store) in list.iter().zip(opened) {
+            if let Some(store) = store {
+                check_member(&store, &set_id, member).await?;
+                let _ = member.store.set(store);
+                usable += 1;
+            } else {
+                member.mark_failed();
+            }
+        }
+        if usable == 0 {
+            return Err(Error::store_unavailable(format!(
+                "no store of the set answers: {}",
+                list.iter()
+                    .map(|m| m.display.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+        tracing::info!(set = %set_id, stores = count, usable, home, "store set opened");
+        Ok(Self {
+            list,
+            set_id,
+            options: options.clone(),
+            home,
+        })
+    }
+
+    /// The stores' URLs, passwords hidden, for logs.
+    pub(super) fn display(&self) -> String {
+        let urls: Vec<&str> = self.list.iter().map(|m| m.display.as_str()).collect();
+        urls.join(" + ")
+    }
+
+    /// The stores in the order a call tries them: home first, then the ones after it in the
+    /// list (wrapping), those that failed in the last [`RETRY_AFTER`] at the end.
+    pub(super) fn in_order(&self) -> Vec<&Member> {
+        let count = self.list.len();
+        let mut order: Vec<&Member> = (0..count)
+            .map(|i| &self.list[(self.home + i) % count])
+            .collect();
+        // A stable sort keeps the home-first order within each group.
+        order.sort_by_key(|m| m.recently_failed());
+        order
+    }
+
+    /// The store that leases `worker_id`.
+    pub(super) fn owner_of_worker(&self, worker_id: u64) -> &Member {
+        let count = self.list.len() as u64;
+        &self.list[Partition::of_worker(worker_id, count) as usize]
+    }
+
+    /// The store that hands out segment ID `id`.
+    pub(super) fn owner_of_id(&self, id: u64) -> &Member {
+        let first = &self.list[0].partition;
+        &self.list[Partition::of_id(id, first.count, first.block) as usize]
+    }
+
+    /// The member's store if it is open; otherwise `None`, and an open is started in the
+    /// background (at most one at a time, at most once per [`RETRY_AFTER`]), so that no call
+    /// waits for a store that may be down.
+    pub(super) fn store_now(self: &Arc<Self>, member: &Member) -> Option<Store> {
+        if let Some(store) = member.store.get() {
+            return Some(store.clone());
+        }
+        if member.recently_failed() || member.opening.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let members = Arc::clone(self);
+        let index = member.index;
+        tokio::spawn(async move {
+            let member = &members.list[index];
+            let opened = async {
+                let store = crate::open(&member.url, &members.options).await?;
+                check_member(&store, &members.set_id, member).await?;
+                Ok::<_, Error>(store)
+            };
+            match opened.await {
+                Ok(store) => {
+                    tracing::info!(store = %member.display, "store of the set opened");
+                    let _ = member.store.set(store);
+                    member.mark_answered();
+                }
+                Err(error) => {
+                    tracing::warn!(store = %member.display, error = %error.with_causes(), "store of the set still cannot be used");
+                    member.mark_failed();
+                }
+            }
+            member.opening.store(false, Ordering::Release);
+        });
+        None
+    }
+
+    /// Runs `call` on each store in [`in_order`](Self::in_order) until one answers: an
+    /// outage ([`Error::StoreUnavailable`]) moves on to the next store, any other result is
+    /// the answer. Fails with the last outage when none answers.
+    pub(super) async fn first_answer<'a, T, F, Fut>(
+        self: &'a Arc<Self>,
+        what: &str,
+        mut call: F,
+    ) -> Result<T>
+    where
+        F: FnMut(&'a Member, Store) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut outage = None;
+        for member in self.in_order() {
+            let Some(store) = self.store_now(member) else {
+                continue;
+            };
+            match self.answered(member, call(member, store).await) {
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                answer => return answer,
+            }
+        }
+        Err(outage.unwrap_or_else(|| {
+            Error::store_unavailable(format!("{what}: no store of the set answers"))
+        }))
+    }
+
+    /// Notes how a call to `member` went (an outage puts it last for [`RETRY_AFTER`]) and
+    /// passes the result on.
+    pub(super) fn answered<T>(&self, member: &Member, result: Result<T>) -> Result<T> {
+        match &result {
+            Err(Error::StoreUnavailable { .. }) => member.mark_failed(),
+            _ => member.mark_answered(),
+        }
+        result
+    }
+}
+
+/// Opens `url`, or `None` when the store does not answer now (it is tried again later).
+async fn open_or_skip(url: &str, options: &StoreOptions) -> Result<Option<Store>> {
+    match crate::open(url, options).await {
+        Ok(store) => Ok(Some(store)),
+        Err(error @ Error::StoreUnavailable { .. }) => {
+            tracing::warn!(error = %error.with_causes(), "store of the set does not answer; it is tried again when needed");
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
+}
+
+/// The set the open stores belong to: the one their records name (all must agree), or a new
+/// one when none has a record and store 0 answers (it will hold the first record).
+fn find_set_id(records: &[Option<SetMembership>], first_open: bool) -> Result<String> {
+    let mut ids: Vec<&str> = records
+        .iter()
+        .flatten()
+        .map(|r| r.set_id.as_str())
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    match ids.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] if first_open => new_set_id(),
+        [] => Err(Error::store_unavailable(
+            "creating the store set needs store 0 (the first --store) to answer",
+        )),
+        several => Err(Error::store_invalid(format!(
+            "the stores belong to different sets ({}): give the stores of one set",
+            several.join(", ")
+        ))),
+    }
+}
+
+/// A random set ID: 128 bits, hex.
+fn new_set_id() -> Result<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)
+        .map_err(|e| Error::store_invalid(format!("no randomness for a set ID: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// Checks that `store` is `member` of set `set_id`, recording it there if it holds no record
+/// yet (and no data).
+async fn check_member(store: &Store, set_id: &str, member: &Member) -> Result<()> {
+    match store.leases.store_set().await? {
+        Some(record) if record.set_id == set_id && record.partition == member.partition => Ok(()),
+        Some(record) => Err(Error::store_invalid(format!(
+            "{} is {} of set {}, but the --store list makes it {} of set {set_id}: check the \
+             order and number of --store and the block size",
+            member.display, record.partition, record.set_id, member.partition
+        ))),
+        None => {
+            let record = store
+                .leases
+                .join_store_set(set_id, member.partition)
+                .await?;
+            tracing::info!(store = %member.display, set = %record.set_id, place = %record.partition, "store joined the set");
+            Ok(())
+        }
+    }
+}

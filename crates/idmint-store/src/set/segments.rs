@@ -1,0 +1,272 @@
+//! [`SegmentStore`] over a store set: ranges from the first store that answers, above the
+//! node's last range of the tag; tag changes on every store that answers.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use idmint_core::store::{RangeRequest, SegmentStore, TagInfo, TagSettings, TagUpdate};
+use idmint_core::Tag;
+
+use super::members::{Member, Members};
+use crate::{Error, Result, Store};
+
+/// The segment side of a set.
+#[derive(Debug)]
+pub(super) struct SetSegments {
+    members: Arc<Members>,
+    /// Per tag, the end of the last range this node got: the floor of its next one, from
+    /// whichever store, so the node's IDs of a tag strictly increase. At most one entry per
+    /// tag the node serves (bounded by `--max-tags`).
+    floors: Mutex<HashMap<Tag, u64>>,
+}
+
+impl SetSegments {
+    pub(super) fn new(members: Arc<Members>) -> Self {
+        Self {
+            members,
+            floors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn floor(&self, tag: &Tag) -> u64 {
+        let floors = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
+        floors.get(tag).copied().unwrap_or(0)
+    }
+
+    fn raise_floor(&self, tag: &Tag, end: u64) {
+        let mut floors = self.floors.lock().unwrap_or_else(PoisonError::into_inner);
+        let floor = floors.entry(tag.clone()).or_insert(0);
+        *floor = (*floor).max(end);
+    }
+
+    /// A range of `tag` from `store` (`member`), creating the tag there first when another
+    /// store has it (it was created while this one was down): same step, starting at the
+    /// member's first ID.
+    async fn allocate_on(
+        &self,
+        member: &Member,
+        store: &Store,
+        tag: &Tag,
+        request: RangeRequest,
+    ) -> Result<Range<u64>> {
+        match store.segments.allocate_in(tag, request).await {
+            Err(Error::UnknownTag(_)) => {
+                let Some(info) = self.tag_info_elsewhere(tag, member.index).await? else {
+                    return Err(Error::UnknownTag(tag.to_string()));
+                };
+                let settings = TagSettings {
+                    step: info.step,
+                    description: info.description,
+                    first_id: 1,
+                };
+                match self.create_on(member, store, tag, &settings).await {
+                    Ok(_) | Err(Error::TagExists(_)) => {}
+                    Err(error) => return Err(error),
+                }
+                store.segments.allocate_in(tag, request).await
+            }
+            other => other,
+        }
+    }
+
+    /// Creates `tag` on one store, at the store's first ID at or above `settings.first_id`.
+    async fn create_on(
+        &self,
+        member: &Member,
+        store: &Store,
+        tag: &Tag,
+        settings: &TagSettings,
+    ) -> Result<TagInfo> {
+        let first_id = member
+            .partition
+            .first_id(settings.first_id.max(1))
+            .ok_or_else(|| Error::TagExhausted {
+                tag: tag.to_string(),
+            })?;
+        let settings = TagSettings {
+            first_id,
+            ..settings.clone()
+        };
+        store.segments.create_tag(tag, &settings).await
+    }
+
+    /// The tag's row from a store other than `except` that answers.
+    async fn tag_info_elsewhere(&self, tag: &Tag, except: usize) -> Result<Option<TagInfo>> {
+        for member in self.members.in_order() {
+            if member.index == except {
+                continue;
+            }
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            if let Ok(Some(info)) = self
+                .members
+                .answered(member, store.segments.tag_info(tag).await)
+            {
+                return Ok(Some(info));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Runs `call` on every store that answers; returns the first answer in call order (home
+    /// first), or the first error when none answered with a value.
+    async fn on_every_store<'a, T, F, Fut>(&'a self, what: &str, mut call: F) -> Result<T>
+    where
+        F: FnMut(&'a Member, Store) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let mut first_answer = None;
+        let mut first_error = None;
+        for member in self.members.in_order() {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            match self.members.answered(member, call(member, store).await) {
+                Ok(value) => {
+                    first_answer.get_or_insert(value);
+                }
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        first_answer.map_or_else(
+            || {
+                Err(first_error.unwrap_or_else(|| {
+                    Error::store_unavailable(format!("{what}: no store of the set answers"))
+                }))
+            },
+            Ok,
+        )
+    }
+}
+
+#[async_trait]
+impl SegmentStore for SetSegments {
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        self.allocate_in(
+            tag,
+            RangeRequest {
+                step,
+                at_least: 0,
+                partition: self.members.list[0].partition,
+            },
+        )
+        .await
+    }
+
+    async fn allocate_in(&self, tag: &Tag, request: RangeRequest) -> Result<Range<u64>> {
+        let at_least = request.at_least.max(self.floor(tag));
+        let range = self
+            .members
+            .first_answer("allocating a segment", |member, store| async move {
+                let request = RangeRequest {
+                    step: request.step,
+                    at_least,
+                    partition: member.partition,
+                };
+                self.allocate_on(member, &store, tag, request).await
+            })
+            .await?;
+        self.raise_floor(tag, range.end);
+        Ok(range)
+    }
+
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
+        let member = self.members.owner_of_id(unused.start);
+        let Some(store) = self.members.store_now(member) else {
+            return Ok(false);
+        };
+        self.members
+            .answered(member, store.segments.give_back(tag, unused).await)
+    }
+
+    async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
+        // Created on any store, the tag exists in the set: stores that were down get it when
+        // they first serve it (`allocate_on`).
+        self.on_every_store("creating a tag", |member, store| async move {
+            self.create_on(member, &store, tag, settings).await
+        })
+        .await
+    }
+
+    async fn update_tag(&self, tag: &Tag, update: &TagUpdate) -> Result<TagInfo> {
+        self.on_every_store("updating a tag", |_, store| async move {
+            store.segments.update_tag(tag, update).await
+        })
+        .await
+    }
+
+    async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
+        let mut outage = None;
+        let mut answered = false;
+        for member in self.members.in_order() {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            match self
+                .members
+                .answered(member, store.segments.tag_info(tag).await)
+            {
+                Ok(Some(info)) => return Ok(Some(info)),
+                Ok(None) => answered = true,
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        // Every store that answered said no; when none answered, the outage.
+        match (answered, outage) {
+            (false, Some(error)) => Err(error),
+            (false, None) => Err(Error::store_unavailable(
+                "reading a tag: no store of the set answers",
+            )),
+            (true, _) => Ok(None),
+        }
+    }
+
+    async fn list_tags(&self) -> Result<Vec<TagInfo>> {
+        let mut merged: HashMap<Tag, TagInfo> = HashMap::new();
+        let mut outage = None;
+        let mut answered = false;
+        for member in self.members.in_order() {
+            let Some(store) = self.members.store_now(member) else {
+                continue;
+            };
+            match self
+                .members
+                .answered(member, store.segments.list_tags().await)
+            {
+                Ok(tags) => {
+                    answered = true;
+                    for info in tags {
+                        // The set's max_id of a tag: the highest of its stores'.
+                        merged
+                            .entry(info.tag.clone())
+                            .and_modify(|seen| seen.max_id = seen.max_id.max(info.max_id))
+                            .or_insert(info);
+                    }
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        if !answered {
+            return Err(outage.unwrap_or_else(|| {
+                Error::store_unavailable("listing tags: no store of the set answers")
+            }));
+        }
+        let mut tags: Vec<TagInfo> = merged.into_values().collect();
+        tags.sort_by(|a, b| a.tag.as_str().cmp(b.tag.as_str()));
+        Ok(tags)
+    }
+
+    async fn compare_and_set_max_id(&self, _: &Tag, _: u64, _: u64) -> Result<bool> {
+        Err(Error::InvalidArgument {
+            name: "max_id",
+            reason: "a store set has one max_id per store; move it on one store".into(),
+        })
+    }
+}
