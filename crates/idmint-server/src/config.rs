@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use idmint_core::{Layout, SnowflakeConfig};
+use idmint_core::{Layout, SegmentConfig, SnowflakeConfig};
 
 use crate::auth::TokenSources;
 use crate::error::ServerError;
@@ -32,10 +32,22 @@ pub struct PartialConfig {
     #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
     pub data_dir: Option<PathBuf>,
 
-    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
-    /// [default: sqlite://DATA_DIR/idmint.db]
-    #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
-    pub store: Option<String>,
+    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://... Given several
+    /// times (or several URLs separated by spaces), a store set: each store serves its own
+    /// share of the IDs, so any one of them can fail (README, "Store sets"). The order is part
+    /// of the set. [default: sqlite://DATA_DIR/idmint.db]
+    #[arg(long, value_name = "URL", env = "IDMINT_STORE", value_delimiter = ' ')]
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub store: Option<Vec<String>>,
+
+    /// The store of the set this node asks first (its position in the --store list, from 0),
+    /// e.g. the one in its own datacenter. [default: chosen from the node's name]
+    #[arg(long, value_name = "N", env = "IDMINT_HOME_STORE")]
+    pub home_store: Option<usize>,
+
+    /// IDs per block of a store set's segment partitions; fixed when the set is created.
+    #[arg(long, value_name = "N", env = "IDMINT_STORE_BLOCK")]
+    pub store_block: Option<u64>,
 
     /// HTTP (JSON and Leaf API) listen address.
     #[arg(long, value_name = "ADDR", env = "IDMINT_HTTP")]
@@ -258,6 +270,7 @@ impl PartialConfig {
         let generator = SnowflakeConfig::default();
         Self {
             data_dir: Some(PathBuf::from("./idmint-data")),
+            store_block: Some(idmint_core::store::DEFAULT_BLOCK),
             http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
             resp: Some(SocketAddr::from(([127, 0, 0, 1], 6380))),
             layout: Some(DEFAULT_LAYOUT.to_owned()),
@@ -419,8 +432,12 @@ pub fn with_defaults_shown(command: clap::Command) -> clap::Command {
 /// The resolved settings of one `idmint serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeConfig {
-    /// Store URL.
-    pub store: String,
+    /// Store URLs: one store, or the stores of a set in their order.
+    pub stores: Vec<String>,
+    /// The store of the set this node asks first; `None`: chosen from the node's name.
+    pub home_store: Option<usize>,
+    /// IDs per block of a set's segment partitions.
+    pub store_block: u64,
     /// HTTP listen address.
     pub http: SocketAddr,
     /// Redis-protocol listen address.
@@ -469,6 +486,15 @@ pub struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// How this node uses its stores when there are several.
+    pub fn set_options(&self) -> idmint_store::SetOptions {
+        idmint_store::SetOptions {
+            block: self.store_block,
+            home: self.home_store,
+            node_name: self.node_name.clone(),
+        }
+    }
+
     /// Combines the layers: `command_line` (flags and `IDMINT_*` variables) over `file` over the
     /// defaults; `default_node_name` is the host's name. Every error names the setting.
     pub fn resolve(
@@ -478,9 +504,22 @@ impl ServeConfig {
     ) -> Result<Self, ServerError> {
         let layers = command_line.over(file)?.over(PartialConfig::defaults())?;
         let data_dir = defaulted(layers.data_dir, "data-dir")?;
-        let store = layers
-            .store
-            .unwrap_or_else(|| embedded_store_url(&data_dir));
+        let stores = match layers.store {
+            Some(stores) if !stores.is_empty() => stores,
+            _ => vec![embedded_store_url(&data_dir)],
+        };
+        check_store_list(&stores, layers.home_store)?;
+        let store_block = defaulted(layers.store_block, "store-block")?;
+        if store_block < SegmentConfig::default().max_step {
+            return Err(ServerError::Config {
+                setting: "store-block".into(),
+                reason: format!(
+                    "{store_block} is below the largest range a node takes at once ({}): ranges \
+                     would be cut at every block",
+                    SegmentConfig::default().max_step
+                ),
+            });
+        }
         let worker_id = match defaulted(layers.worker_id, "worker-id")? {
             WorkerChoice::Auto => None,
             WorkerChoice::Fixed(id) => Some(id),
@@ -576,7 +615,9 @@ impl ServeConfig {
             ..SnowflakeConfig::default()
         };
         Ok(Self {
-            store,
+            stores,
+            home_store: layers.home_store,
+            store_block,
             http: defaulted(layers.http, "http")?,
             resp: defaulted(layers.resp, "resp")?,
             layout: defaulted(layers.layout, "layout")?,
@@ -661,6 +702,50 @@ impl Default for ConnectionLimits {
 
 /// A setting after the defaults layer: [`PartialConfig::defaults`] gives it a value, so `None`
 /// would be a setting added without its default, refused rather than guessed.
+/// Refuses an empty URL, a URL given twice (one store cannot be two parts of a set) and a
+/// home store outside the list.
+fn check_store_list(stores: &[String], home: Option<usize>) -> Result<(), ServerError> {
+    let refused = |reason: String| ServerError::Config {
+        setting: "store".into(),
+        reason,
+    };
+    for (i, url) in stores.iter().enumerate() {
+        if url.trim().is_empty() {
+            return Err(refused("an empty store URL".into()));
+        }
+        if stores[..i].contains(url) {
+            return Err(refused(format!(
+                "store {i} repeats an earlier one ({}): each store of a set must be its own",
+                idmint_store::redact(url)
+            )));
+        }
+    }
+    match home {
+        Some(home) if home >= stores.len() => Err(ServerError::Config {
+            setting: "home-store".into(),
+            reason: format!("{home} is not a store of the list (0..{})", stores.len()),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A setting that is one value or a list in the file (`store = "..."` or `store = [...]`).
+fn one_or_many<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match Option::<OneOrMany>::deserialize(deserializer)? {
+        None => None,
+        Some(OneOrMany::One(one)) => Some(vec![one]),
+        Some(OneOrMany::Many(many)) => Some(many),
+    })
+}
+
 fn defaulted<T>(value: Option<T>, setting: &str) -> Result<T, ServerError> {
     value.ok_or_else(|| ServerError::Config {
         setting: setting.into(),
@@ -772,7 +857,7 @@ mod tests {
         let config =
             ServeConfig::resolve(PartialConfig::default(), PartialConfig::default(), "host-1")
                 .unwrap();
-        assert_eq!(config.store, "sqlite://./idmint-data/idmint.db");
+        assert_eq!(config.stores, ["sqlite://./idmint-data/idmint.db"]);
         assert_eq!(config.http.to_string(), "127.0.0.1:8080");
         assert_eq!(config.resp.to_string(), "127.0.0.1:6380");
         assert_eq!(
@@ -802,9 +887,44 @@ mod tests {
         };
         let config = ServeConfig::resolve(command_line, file, "h").unwrap();
         assert_eq!(config.http.to_string(), "127.0.0.1:9100");
-        assert_eq!(config.store, "postgres://db/ids");
+        assert_eq!(config.stores, ["postgres://db/ids"]);
         assert_eq!(config.worker_id, Some(7));
         assert!(!config.auto_create_tags);
+    }
+
+    #[test]
+    fn a_store_set_is_a_list_from_flags_or_the_file() {
+        let file: PartialConfig =
+            toml::from_str("store = [\"postgres://a/ids\", \"redis://b/\"]\nhome_store = 1\n")
+                .unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
+        assert_eq!(config.stores, ["postgres://a/ids", "redis://b/"]);
+        assert_eq!(config.home_store, Some(1));
+        let one: PartialConfig = toml::from_str("store = \"redis://b/\"\n").unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), one, "h").unwrap();
+        assert_eq!(config.stores, ["redis://b/"]);
+        let refused = |stores: &[&str], home: Option<usize>| {
+            let command_line = PartialConfig {
+                store: Some(stores.iter().map(|s| (*s).to_owned()).collect()),
+                home_store: home,
+                ..PartialConfig::default()
+            };
+            match ServeConfig::resolve(command_line, PartialConfig::default(), "h") {
+                Err(ServerError::Config { setting, .. }) => setting,
+                other => panic!("{stores:?} {home:?} accepted: {other:?}"),
+            }
+        };
+        assert_eq!(refused(&["redis://a/", "redis://a/"], None), "store");
+        assert_eq!(refused(&["redis://a/", ""], None), "store");
+        assert_eq!(
+            refused(&["redis://a/", "redis://b/"], Some(2)),
+            "home-store"
+        );
+        let small_block = PartialConfig {
+            store_block: Some(10),
+            ..PartialConfig::default()
+        };
+        assert!(ServeConfig::resolve(small_block, PartialConfig::default(), "h").is_err());
     }
 
     #[test]
@@ -814,7 +934,7 @@ mod tests {
             ..PartialConfig::default()
         };
         let config = ServeConfig::resolve(command_line, PartialConfig::default(), "h").unwrap();
-        assert_eq!(config.store, "sqlite:///var/lib/idmint/idmint.db");
+        assert_eq!(config.stores, ["sqlite:///var/lib/idmint/idmint.db"]);
         let store_in = |dir: &str| {
             let command_line = PartialConfig {
                 data_dir: Some(dir.into()),
@@ -822,7 +942,8 @@ mod tests {
             };
             ServeConfig::resolve(command_line, PartialConfig::default(), "h")
                 .unwrap()
-                .store
+                .stores
+                .remove(0)
         };
         assert_eq!(store_in("../ids"), "sqlite://../ids/idmint.db");
         // Not `sqlite://me@box/...`, which reads as a user at a host.

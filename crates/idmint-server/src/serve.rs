@@ -55,7 +55,9 @@ pub async fn run(
         ..StoreOptions::default()
     };
     let store = store_calls::on_main_runtime(
-        metered(idmint_store::open(&config.store, &store_options).await?),
+        metered(
+            idmint_store::open_set(&config.stores, &store_options, &config.set_options()).await?,
+        ),
         tokio::runtime::Handle::current(),
     );
     tracing::info!(store = %store.display_url, "store opened");
@@ -194,7 +196,9 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
             .check_fits(FieldKind::Worker, worker_id)
             .map_err(|error| refused("worker-id", error))?;
     }
-    Location::parse(&config.store).map_err(|error| refused("store", error))?;
+    for store in &config.stores {
+        Location::parse(store).map_err(|error| refused("store", error))?;
+    }
     Ok(())
 }
 
@@ -381,7 +385,7 @@ mod tests {
         assert_eq!(setting, "epoch");
         assert!(reason.contains("in the future"), "{reason}");
         let (setting, reason) = refused_setting(
-            &with(&|c| c.store = "sqlite://user:secret@/tmp/x.db".into()),
+            &with(&|c| c.stores = vec!["sqlite://user:secret@/tmp/x.db".into()]),
             layout,
         );
         assert_eq!(setting, "store");

@@ -196,6 +196,10 @@ impl<L: Layer> WorkerLeases for Layered<dyn WorkerLeases, L> {
         .await
     }
 
+    fn stores(&self) -> usize {
+        self.inner.stores()
+    }
+
     async fn store_set(&self) -> Result<Option<SetMembership>> {
         self.call("store_set", Calls::Leases, |store| async move {
             store.store_set().await

@@ -27,6 +27,9 @@ pub const SEGMENT_RATE: &str = "idmint_segment_rate_per_second";
 pub const LEASE_HELD: &str = "idmint_lease_held";
 /// Gauge: the worker ID this node holds (or last held).
 pub const WORKER_ID: &str = "idmint_worker_id";
+/// Counter: worker leases taken from another store of a set because this node's store stopped
+/// answering.
+pub const LEASE_MOVES: &str = "idmint_lease_moves_total";
 /// Gauge: how far the snowflake generator runs ahead of the clock (borrowed time), in ms.
 pub const SNOWFLAKE_LEAD_MS: &str = "idmint_snowflake_lead_ms";
 
@@ -57,6 +60,10 @@ impl Recorded {
     /// Registers the hot-path counters with the global recorder and describes every metric.
     pub(crate) fn register() -> Self {
         metrics::describe_counter!(IDS_ISSUED, "IDs handed out, by kind and tag");
+        metrics::describe_counter!(
+            LEASE_MOVES,
+            "Worker leases taken from another store of the set after this node's stopped answering"
+        );
         metrics::describe_counter!(HTTP_ERRORS, "HTTP error responses, by error code");
         metrics::describe_gauge!(
             SEGMENT_BUFFER_SECONDS,

@@ -12,6 +12,7 @@ use idmint_store::StoreOptions;
 use crate::error::InputError;
 use crate::layout_opts::LayoutOpts;
 use crate::store_opts::open_existing;
+use idmint_store::SetOptions;
 
 /// An ID whose time is later than now by more than this was probably decoded with the wrong
 /// layout or epoch (a little slack allows for the clocks of other machines).
@@ -87,7 +88,12 @@ fn decode_from_store(url: &str, namespace: Option<&str>, id: u64) -> Result<(Lay
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let store = open_existing(&runtime, url, &options)?;
+    let store = open_existing(
+        &runtime,
+        &[url.to_owned()],
+        &options,
+        &SetOptions::default(),
+    )?;
     let history = runtime.block_on(store.leases.id_spaces())?;
     let spaces = SpaceLayouts::new(history)?;
     let (Some((_, layout)), Some(decoded)) = (spaces.space_of(id), spaces.decode(id)) else {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Result;
 use clap::Args;
 use idmint_server::config::{PartialConfig, ServeConfig};
-use idmint_store::{Backend, Location, Store, StoreOptions};
+use idmint_store::{Backend, Location, SetOptions, Store, StoreOptions};
 
 use crate::error::InputError;
 
@@ -21,10 +21,11 @@ pub struct StoreOpts {
     #[arg(long, value_name = "DIR", env = "IDMINT_DATA_DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...
+    /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...; given several
+    /// times (or separated by spaces), the stores of a set, in their order.
     /// [default: sqlite://<data-dir>/idmint.db]
-    #[arg(long, value_name = "URL", env = "IDMINT_STORE")]
-    store: Option<String>,
+    #[arg(long, value_name = "URL", env = "IDMINT_STORE", value_delimiter = ' ')]
+    store: Option<Vec<String>>,
 
     /// The deployment's prefix in the store. [default: idmint]
     #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
@@ -55,31 +56,34 @@ impl StoreOpts {
             allow_non_durable: config.allow_non_durable,
             ..StoreOptions::default()
         };
-        let store = open_existing(runtime, &config.store, &options)?;
+        let store = open_existing(runtime, &config.stores, &options, &config.set_options())?;
         Ok((store, config.namespace))
     }
 }
 
-/// Opens the store at `url` for a command that only reads or changes what is there: a SQLite
-/// file that does not exist is refused (a mistyped path would otherwise create an empty store
-/// and report that nothing is recorded).
+/// Opens the store (or the set) at `urls` for a command that only reads or changes what is
+/// there: a SQLite file that does not exist is refused (a mistyped path would otherwise create
+/// an empty store and report that nothing is recorded).
 pub fn open_existing(
     runtime: &tokio::runtime::Runtime,
-    url: &str,
+    urls: &[String],
     options: &StoreOptions,
+    set: &SetOptions,
 ) -> Result<Store> {
-    let location = Location::parse(url).map_err(|e| InputError::new("--store", e))?;
-    if location.backend == Backend::Sqlite && !Path::new(location.sqlite_path()).exists() {
-        return Err(InputError::new(
-            "--store",
-            format!(
-                "no store at `{}`: the file does not exist",
-                location.display
-            ),
-        )
-        .into());
+    for url in urls {
+        let location = Location::parse(url).map_err(|e| InputError::new("--store", e))?;
+        if location.backend == Backend::Sqlite && !Path::new(location.sqlite_path()).exists() {
+            return Err(InputError::new(
+                "--store",
+                format!(
+                    "no store at `{}`: the file does not exist",
+                    location.display
+                ),
+            )
+            .into());
+        }
     }
     // An unreachable or refusing store is a failure (exit 1), not a usage error.
-    let store = runtime.block_on(idmint_store::open(url, options))?;
+    let store = runtime.block_on(idmint_store::open_set(urls, options, set))?;
     Ok(store)
 }

@@ -388,6 +388,13 @@ pub trait WorkerLeases: Send + Sync + fmt::Debug {
     /// frozen past its lease cannot renew it when it wakes.
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()>;
 
+    /// How many stores lease worker IDs behind this handle: more than one for a store set,
+    /// where a node whose store stops answering may take a lease from another one at once
+    /// (their worker IDs are disjoint) instead of waiting for its store to return.
+    fn stores(&self) -> usize {
+        1
+    }
+
     /// This store's record of its place in a store set; `None` for a store that was never
     /// part of one (a single store).
     async fn store_set(&self) -> Result<Option<SetMembership>>;

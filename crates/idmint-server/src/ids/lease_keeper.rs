@@ -161,8 +161,10 @@ struct Settings {
 
 impl Settings {
     /// Takes a lease and builds its generator: the HWM is confirmed ahead of the start point
-    /// first, and the generator starts above the previous holder's HWM.
-    async fn acquire(&self) -> Result<Holding> {
+    /// first, and the generator starts above the previous holder's HWM and above `after_tick`
+    /// (the last tick this node issued on its previous worker ID, so that its own IDs keep
+    /// increasing when it changes worker ID).
+    async fn acquire(&self, after_tick: Option<u64>) -> Result<Holding> {
         let lease = self.acquire_within_policy().await?;
         let start_ms = self.clock.now_ms().max(self.first_ms(&lease));
         let target = start_ms.saturating_add(duration_ms(self.config.hwm_lead));
@@ -175,7 +177,7 @@ impl Settings {
             .tick_at(self.config.issues_from_ms)
             .and_then(|tick| tick.checked_sub(1));
         let fence = Fence {
-            after_tick: after_hwm.max(before_space),
+            after_tick: after_hwm.max(before_space).max(after_tick),
             granted_tick: self.layout.tick_at(renewal.hwm_ms).unwrap_or(0),
         };
         let generator = SnowflakeGenerator::builder(self.layout.clone())
@@ -330,7 +332,7 @@ impl Settings {
     async fn acquire_at_start(&self) -> Result<Holding> {
         let waiting = Stopwatch::start();
         loop {
-            let refusal = match self.acquire().await {
+            let refusal = match self.acquire(None).await {
                 Err(error @ (Error::NoWorkerFree { .. } | Error::WorkerHeld { .. })) => error,
                 other => return other,
             };
@@ -529,6 +531,13 @@ impl LeaseKeeper {
                         return;
                     }
                 }
+                Err(error @ Error::StoreUnavailable { .. }) if self.may_move() => {
+                    // A store set: another store leases other worker IDs, so the node need
+                    // not wait for this one (the generator keeps issuing meanwhile, up to the
+                    // HWM confirmed last time).
+                    tracing::warn!(error = %error.with_causes(), worker_id = self.lease().worker_id, "renewing the worker lease failed: taking a lease from another store of the set");
+                    self.move_lease().await;
+                }
                 Err(error) => {
                     // The generator keeps issuing up to the HWM confirmed last time.
                     tracing::warn!(error = %error.with_causes(), "renewing the worker lease failed; retrying");
@@ -589,6 +598,46 @@ impl LeaseKeeper {
         Ok(())
     }
 
+    /// Whether a failed renewal may move the node to another store's worker ID: a store set,
+    /// and a worker ID the node chose (a static one belongs to one store).
+    fn may_move(&self) -> bool {
+        self.settings.store.stores() > 1 && self.settings.config.worker_id.is_none()
+    }
+
+    /// Takes a lease from another store of the set and swaps its generator in, starting above
+    /// the last tick issued on the old worker ID. The old lease is left to expire in its store
+    /// (which does not answer); its worker ID is never used again by this node meanwhile, and
+    /// the worker IDs of two stores never meet. When no other store grants one, the node keeps
+    /// its lease and retries at the next renewal.
+    async fn move_lease(&self) {
+        let _writing = self.writing.lock().await;
+        if *self.stop.borrow() {
+            return;
+        }
+        let old = self.current.load_full();
+        let asked_ms = self.age_ms();
+        match self
+            .settings
+            .acquire(Some(old.generator.issued_tick()))
+            .await
+        {
+            Ok(holding) => {
+                tracing::warn!(
+                    from_worker_id = old.lease.worker_id,
+                    to_worker_id = holding.lease.worker_id,
+                    "moved to another store of the set"
+                );
+                metrics::counter!(crate::telemetry::LEASE_MOVES).increment(1);
+                self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
+                self.current.store(Arc::new(holding));
+                self.held.store(true, Ordering::SeqCst);
+            }
+            Err(error) => {
+                tracing::warn!(error = %error.with_causes(), "no other store of the set granted a lease; retrying at the next renewal")
+            }
+        }
+    }
+
     /// Acquires again after a loss, with a jittered back-off (nodes that lost their leases in
     /// one outage do not retry together), until it works or the keeper stops.
     async fn reacquire(&self, stop: &mut watch::Receiver<bool>) {
@@ -601,7 +650,8 @@ impl LeaseKeeper {
                     return;
                 }
                 let asked_ms = self.age_ms();
-                match self.settings.acquire().await {
+                let issued = self.current.load().generator.issued_tick();
+                match self.settings.acquire(Some(issued)).await {
                     Ok(holding) => {
                         self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
                         self.current.store(Arc::new(holding));

@@ -167,6 +167,10 @@ impl WorkerLeases for SetLeases {
         }
     }
 
+    fn stores(&self) -> usize {
+        self.members.list.len()
+    }
+
     async fn store_set(&self) -> Result<Option<SetMembership>> {
         self.members
             .first_answer("reading the store-set record", |_, store| async move {

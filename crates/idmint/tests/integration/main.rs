@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks, store sets. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -14,3 +14,4 @@ mod layout_end;
 mod security;
 mod serve;
 mod starting;
+mod store_sets;

@@ -1,0 +1,212 @@
+//! `idmint serve` on a store set: when the node's own store stops answering (SIGSTOP of a
+//! redis-server started here), the node takes a worker lease from another store of the set
+//! and goes on minting, its IDs still increasing, without waiting for the old lease to expire.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{free_port, ids_of, sqlite_url, Server};
+
+/// A redis-server of this test's own (so that freezing it disturbs no other test), durable as
+/// the Redis store requires; stopped by PID when dropped.
+struct OwnRedis {
+    child: Child,
+    port: u16,
+    frozen: bool,
+}
+
+impl OwnRedis {
+    fn start(name: &str) -> Self {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+            .join(format!("{name}-redis-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let port = free_port();
+        let child = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server (installed by scripts/with-stores)");
+        let redis = Self {
+            child,
+            port,
+            frozen: false,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !redis.answers_ping() {
+            assert!(Instant::now() < deadline, "redis-server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        redis
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    fn answers_ping(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+        let mut reply = [0u8; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut reply).is_ok()
+            && &reply == b"+PONG\r\n"
+    }
+
+    fn signal(&mut self, name: &str) {
+        let status = Command::new("kill")
+            .args([name, &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        self.frozen = name == "-STOP";
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        if self.frozen {
+            let _ = Command::new("kill")
+                .args(["-CONT", &self.child.id().to_string()])
+                .status();
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The worker field of an ID of the default layout (`time:41@1ms,worker:10,seq:12`).
+fn worker_of(id: u64) -> u64 {
+    (id >> 12) & 0x3FF
+}
+
+async fn take(http: &reqwest::Client, url: &str) -> Result<Vec<u64>, String> {
+    let response = http
+        .get(url)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    let body: serde_json::Value = response.json().await.map_err(|e| e.to_string())?;
+    if !status.is_success() {
+        return Err(format!("{status}: {body}"));
+    }
+    Ok(ids_of(&body))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
+    let mut redis = OwnRedis::start("set-move");
+    let (first, third) = (sqlite_url("set-move-0"), sqlite_url("set-move-2"));
+    let redis_url = redis.url();
+    // Store 1, the Redis one, is the node's home: its lease and ranges come from there.
+    let server = Server::start_with(
+        &first,
+        "set-mover",
+        &[
+            "--store",
+            &redis_url,
+            "--store",
+            &third,
+            "--home-store",
+            "1",
+        ],
+    );
+    let http = reqwest::Client::new();
+    let snowflakes = format!("{}/v1/snowflake?count=20", server.http);
+    let segments = format!("{}/v1/segment/orders?count=20", server.http);
+    let mut minted: Vec<u64> = Vec::new();
+    let mut segment_ids: Vec<u64> = Vec::new();
+    for _ in 0..20 {
+        minted.extend(take(&http, &snowflakes).await.unwrap());
+        segment_ids.extend(take(&http, &segments).await.unwrap());
+    }
+    let home_worker = worker_of(minted[0]);
+    assert_eq!(home_worker % 3, 1, "the lease comes from the home store");
+
+    // Freeze the home store and keep minting: every request succeeds, and within the
+    // renewal period plus the store call timeout the node holds another store's worker ID.
+    redis.signal("-STOP");
+    let frozen_at = Instant::now();
+    let mut failures = Vec::new();
+    let mut moved_after = None;
+    let mut slowest = Duration::ZERO;
+    while frozen_at.elapsed() < Duration::from_secs(20) {
+        let asked = Instant::now();
+        match take(&http, &snowflakes).await {
+            Ok(ids) => {
+                if moved_after.is_none() && ids.iter().any(|&id| worker_of(id) != home_worker) {
+                    moved_after = Some(frozen_at.elapsed());
+                }
+                minted.extend(ids);
+            }
+            Err(error) => failures.push(error),
+        }
+        match take(&http, &segments).await {
+            Ok(ids) => segment_ids.extend(ids),
+            Err(error) => failures.push(error),
+        }
+        slowest = slowest.max(asked.elapsed());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let moved_after = moved_after.expect("the node never moved off the frozen store");
+    println!(
+        "store set: moved {moved_after:?} after the freeze; slowest request pair {slowest:?}; \
+         {} snowflakes, {} segment IDs; failures {failures:?}",
+        minted.len(),
+        segment_ids.len()
+    );
+    assert!(failures.is_empty(), "{failures:?}");
+    let new_worker = worker_of(*minted.last().unwrap());
+    assert_ne!(new_worker % 3, 1, "the new lease comes from another store");
+    // One client, one node: its IDs increase across the move.
+    assert!(
+        minted.windows(2).all(|w| w[0] < w[1]),
+        "snowflakes out of order"
+    );
+    assert!(
+        segment_ids.windows(2).all(|w| w[0] < w[1]),
+        "segment IDs out of order"
+    );
+    assert!(server
+        .log()
+        .iter()
+        .any(|line| line.contains("moved to another store of the set")));
+    let metrics = http
+        .get(format!("{}/metrics", server.http))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("idmint_lease_moves_total") && !l.ends_with(" 0")),
+        "no lease move counted"
+    );
+
+    // The store returns: nothing special is needed, and the node stops cleanly.
+    redis.signal("-CONT");
+    minted.extend(take(&http, &snowflakes).await.unwrap());
+    assert!(minted.windows(2).all(|w| w[0] < w[1]));
+    server.stop();
+}
