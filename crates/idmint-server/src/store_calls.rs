@@ -129,6 +129,7 @@ mod tests {
             segments: Arc::clone(&memory) as Arc<dyn SegmentStore>,
             leases: memory as Arc<dyn WorkerLeases>,
             display_url: "memory".into(),
+            set: None,
         };
         let threads = Arc::new(Mutex::new(Vec::new()));
         let noting = layered(memory, ThreadNoting(Arc::clone(&threads)));
@@ -188,6 +189,7 @@ mod tests {
                 segments: Arc::clone(&memory) as Arc<dyn SegmentStore>,
                 leases: memory as Arc<dyn WorkerLeases>,
                 display_url: "memory".into(),
+                set: None,
             },
             main.handle().clone(),
         );

@@ -50,6 +50,7 @@ pub fn layered(store: Store, layer: impl Layer) -> Store {
             layer,
         }),
         display_url: store.display_url,
+        set: store.set,
     }
 }
 

@@ -27,6 +27,11 @@ pub const SEGMENT_RATE: &str = "idmint_segment_rate_per_second";
 pub const LEASE_HELD: &str = "idmint_lease_held";
 /// Gauge: the worker ID this node holds (or last held).
 pub const WORKER_ID: &str = "idmint_worker_id";
+/// Gauge per store of a set (`store` = its place in the list): 1 when it answered the last
+/// scrape's probe in time, else 0.
+pub const STORE_UP: &str = "idmint_store_up";
+/// Gauge per store of a set: the last probe's round trip, in ms.
+pub const STORE_PROBE_MS: &str = "idmint_store_probe_ms";
 /// Counter: worker leases taken from another store of a set because this node's store stopped
 /// answering.
 pub const LEASE_MOVES: &str = "idmint_lease_moves_total";
@@ -60,6 +65,14 @@ impl Recorded {
     /// Registers the hot-path counters with the global recorder and describes every metric.
     pub(crate) fn register() -> Self {
         metrics::describe_counter!(IDS_ISSUED, "IDs handed out, by kind and tag");
+        metrics::describe_gauge!(
+            STORE_UP,
+            "1 when this store of the set answered the scrape's probe in time, else 0"
+        );
+        metrics::describe_gauge!(
+            STORE_PROBE_MS,
+            "Round trip of the scrape's probe of this store of the set, ms"
+        );
         metrics::describe_counter!(
             LEASE_MOVES,
             "Worker leases taken from another store of the set after this node's stopped answering"

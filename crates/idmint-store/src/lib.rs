@@ -27,7 +27,7 @@ pub use idmint_core::store::{SegmentStore, WorkerLeases};
 pub use idmint_core::{Error, Result};
 
 pub use self::location::{redact, Backend, Location};
-pub use self::set::{open_set, SetOptions, RETRY_AFTER};
+pub use self::set::{open_set, SetOptions, SetStatus, StoreState, RETRY_AFTER};
 
 /// How to open a store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +82,8 @@ pub struct Store {
     pub leases: Arc<dyn WorkerLeases>,
     /// The URL with its password hidden, for logs.
     pub display_url: String,
+    /// For a store set, each store's state (for `/readyz` and metrics); `None` for one store.
+    pub set: Option<Arc<SetStatus>>,
 }
 
 /// Opens the store at `url`: connects, checks durability, creates or migrates the schema.
@@ -137,6 +139,7 @@ impl Store {
             segments: backend.clone(),
             leases: backend,
             display_url: location.display.clone(),
+            set: None,
         }
     }
 }

@@ -21,7 +21,9 @@ pub(crate) async fn healthz() -> Response {
     encode::json(br#"{"status":"ok"}"#.to_vec())
 }
 
-/// `GET /readyz` → 200 `{"status":"ready","worker_id":n}`, or 503 with the reason.
+/// `GET /readyz` → 200 `{"status":"ready","worker_id":n}` (with a store set, also `"stores"`:
+/// each store's place, URL, whether it is the home store, up, latency and error), or 503 with
+/// the reason. A set is ready while any of its stores answers.
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
     let not_ready =
         |code, message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
@@ -57,6 +59,46 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
                 keeper.lease().worker_id
             ),
         ));
+    }
+    if let Some(set) = &state.ids.store().set {
+        // A set serves while any of its stores answers.
+        let stores = set.probe(STORE_PROBE_TIMEOUT).await;
+        if !stores.iter().any(|store| store.up) {
+            let why: Vec<String> = stores
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} ({}): {}",
+                        s.index,
+                        s.url,
+                        s.error.as_deref().unwrap_or("down")
+                    )
+                })
+                .collect();
+            return Err(not_ready(
+                "store_unavailable",
+                format!("no store of the set answers: {}", why.join("; ")),
+            ));
+        }
+        let stores: Vec<serde_json::Value> = stores
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "index": s.index,
+                    "url": s.url,
+                    "home": s.home,
+                    "up": s.up,
+                    "latency_ms": s.latency_ms,
+                    "error": s.error,
+                })
+            })
+            .collect();
+        return Ok(Json(serde_json::json!({
+            "status": "ready",
+            "worker_id": keeper.lease().worker_id,
+            "stores": stores,
+        }))
+        .into_response());
     }
     let segments = &state.ids.store().segments;
     let probe = async {

@@ -13,8 +13,12 @@ use super::state::AppState;
 use crate::ids::Ids;
 use crate::telemetry::{
     tag_label, CLOCK_DIVERGENCE_MS, LEASE_HELD, OTHER_TAGS, SEGMENT_BUFFERED_IDS,
-    SEGMENT_BUFFER_SECONDS, SEGMENT_RATE, SEGMENT_STEP, SNOWFLAKE_LEAD_MS, WORKER_ID,
+    SEGMENT_BUFFER_SECONDS, SEGMENT_RATE, SEGMENT_STEP, SNOWFLAKE_LEAD_MS, STORE_PROBE_MS,
+    STORE_UP, WORKER_ID,
 };
+
+/// How long a scrape waits for each store of a set (they are asked at once).
+const STORE_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Sets the gauges that describe the ID service now.
 fn refresh_gauges(ids: &Ids) {
@@ -87,6 +91,19 @@ pub(crate) async fn render(State(state): State<AppState>) -> Result<Response, Ap
         ));
     };
     refresh_gauges(&state.ids);
+    if let Some(set) = &state.ids.store().set {
+        for store in set.probe(STORE_PROBE_TIMEOUT).await {
+            let label = store.index.to_string();
+            metrics::gauge!(STORE_UP, "store" => label.clone()).set(if store.up {
+                1.0
+            } else {
+                0.0
+            });
+            if let Some(ms) = store.latency_ms {
+                metrics::gauge!(STORE_PROBE_MS, "store" => label).set(ms as f64);
+            }
+        }
+    }
     let mut response = handle.render().into_response();
     response.headers_mut().insert(
         CONTENT_TYPE,

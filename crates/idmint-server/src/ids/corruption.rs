@@ -97,6 +97,7 @@ mod tests {
             segments: memory.clone(),
             leases: memory,
             display_url: "memory".into(),
+            set: None,
         };
         let latch = Arc::new(CorruptionLatch::default());
         let store = watched(store, &latch);

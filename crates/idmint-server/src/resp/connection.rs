@@ -479,6 +479,7 @@ mod tests {
             segments: memory.clone(),
             leases: memory,
             display_url: "memory".into(),
+            set: None,
         };
         let config = IdsConfig {
             layout: Layout::parse("time:41@1ms,worker:10,seq:12")?,

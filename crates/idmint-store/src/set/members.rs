@@ -146,6 +146,11 @@ impl Members {
         })
     }
 
+    /// The index of the node's home store.
+    pub(super) fn home(&self) -> usize {
+        self.home
+    }
+
     /// The stores' URLs, passwords hidden, for logs.
     pub(super) fn display(&self) -> String {
         let urls: Vec<&str> = self.list.iter().map(|m| m.display.as_str()).collect();

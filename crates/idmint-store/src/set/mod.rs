@@ -19,6 +19,7 @@
 mod leases;
 mod members;
 mod segments;
+mod status;
 
 use std::sync::Arc;
 
@@ -28,6 +29,7 @@ use self::members::Members;
 use crate::{Error, Result, Store, StoreOptions};
 
 pub use self::members::RETRY_AFTER;
+pub use self::status::{SetStatus, StoreState};
 
 /// How a node uses a set.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,8 +124,9 @@ pub async fn open_set(urls: &[String], options: &StoreOptions, set: &SetOptions)
             let display_url = members.display();
             Ok(Store {
                 segments: Arc::new(segments::SetSegments::new(Arc::clone(&members))),
-                leases: Arc::new(leases::SetLeases::new(members)),
+                leases: Arc::new(leases::SetLeases::new(Arc::clone(&members))),
                 display_url,
+                set: Some(Arc::new(SetStatus { members })),
             })
         }
     }

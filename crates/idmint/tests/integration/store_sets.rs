@@ -189,6 +189,24 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
         .log()
         .iter()
         .any(|line| line.contains("moved to another store of the set")));
+    // Ready while any store answers, and it says which one does not.
+    let ready: serde_json::Value = http
+        .get(format!("{}/readyz", server.http))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(ready["status"], "ready", "{ready}");
+    let up: Vec<bool> = ready["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["up"].as_bool().unwrap())
+        .collect();
+    assert_eq!(up, [true, false, true], "{ready}");
+    assert_eq!(ready["stores"][1]["home"], true);
     let metrics = http
         .get(format!("{}/metrics", server.http))
         .send()
@@ -203,9 +221,33 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
             .any(|l| l.starts_with("idmint_lease_moves_total") && !l.ends_with(" 0")),
         "no lease move counted"
     );
+    assert!(
+        metrics.contains("idmint_store_up{store=\"1\"} 0"),
+        "{metrics}"
+    );
 
-    // The store returns: nothing special is needed, and the node stops cleanly.
+    // The store returns: nothing special is needed (it is up again at the next probe), and
+    // the node stops cleanly.
     redis.signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let ready: serde_json::Value = http
+            .get(format!("{}/readyz", server.http))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if ready["stores"][1]["up"] == true {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "store 1 never came back: {ready}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     minted.extend(take(&http, &snowflakes).await.unwrap());
     assert!(minted.windows(2).all(|w| w[0] < w[1]));
     server.stop();
