@@ -143,6 +143,20 @@ impl WorkerLeases for SetLeases {
     }
 
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
+        if record.version > 1 {
+            // A change is judged by the highest HWM of any worker ID: of every store.
+            if let Some(closed) = self
+                .members
+                .list
+                .iter()
+                .find(|m| self.members.store_now(m).is_none())
+            {
+                return Err(Error::store_unavailable(format!(
+                    "changing the ID space needs every store of the set; {} is not open",
+                    closed.display
+                )));
+            }
+        }
         let mut recorded = false;
         let mut outage = None;
         for member in self.members.in_order() {

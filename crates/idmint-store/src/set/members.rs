@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use idmint_core::store::{Partition, SetMembership};
+use idmint_core::IdSpaceRecord;
 
 use super::partition;
 use crate::{Error, Location, Result, Store, StoreOptions};
@@ -128,6 +129,8 @@ impl Members {
                 member.mark_failed();
             }
         }
+        let open: Vec<&Store> = list.iter().filter_map(|m| m.store.get()).collect();
+        sync_id_spaces(&open).await?;
         if usable == 0 {
             return Err(Error::store_unavailable(format!(
                 "no store of the set answers: {}",
@@ -198,6 +201,11 @@ impl Members {
             let opened = async {
                 let store = crate::open(&member.url, &members.options).await?;
                 check_member(&store, &members.set_id, member).await?;
+                // The ID space pinned while it was away, from a store that was open.
+                let mut stores: Vec<&Store> =
+                    members.list.iter().filter_map(|m| m.store.get()).collect();
+                stores.push(&store);
+                sync_id_spaces(&stores).await?;
                 Ok::<_, Error>(store)
             };
             match opened.await {
@@ -252,6 +260,45 @@ impl Members {
         }
         result
     }
+}
+
+/// Brings every store of `stores` to the same ID-space history: the longest one among them,
+/// of which every other must be the start (else the stores were pinned apart, and the set is
+/// refused). A store that missed records (it was down when the space was pinned) gets them, in
+/// order. A change of space needs every store of the set (`SetLeases::record_id_space`), so a
+/// store only misses records it can take: it has no lease of a later space.
+async fn sync_id_spaces(stores: &[&Store]) -> Result<()> {
+    let mut histories = Vec::with_capacity(stores.len());
+    for store in stores {
+        histories.push(store.leases.id_spaces().await?);
+    }
+    let Some(longest) = histories.iter().max_by_key(|h| h.len()).cloned() else {
+        return Ok(());
+    };
+    let same = |a: &IdSpaceRecord, b: &IdSpaceRecord| {
+        (a.version, &a.space, a.issues_from_ms, a.first_id)
+            == (b.version, &b.space, b.issues_from_ms, b.first_id)
+    };
+    for (store, history) in stores.iter().zip(&histories) {
+        if !history.iter().zip(&longest).all(|(a, b)| same(a, b)) {
+            return Err(Error::store_invalid(format!(
+                "{} holds another ID-space history than the other stores of the set",
+                store.display_url
+            )));
+        }
+        for missing in &longest[history.len()..] {
+            // A change is refused on a store whose leases reach past its moment: what they
+            // issued under the old space could meet the new space's values.
+            let bound = if missing.version > 1 {
+                missing.issues_from_ms
+            } else {
+                u64::MAX
+            };
+            store.leases.record_id_space(missing, bound).await?;
+            tracing::info!(store = %store.display_url, version = missing.version, "ID space copied to a store of the set");
+        }
+    }
+    Ok(())
 }
 
 /// Opens `url`, or `None` when the store does not answer now (it is tried again later).

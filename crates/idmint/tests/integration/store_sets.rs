@@ -252,3 +252,70 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
     assert!(minted.windows(2).all(|w| w[0] < w[1]));
     server.stop();
 }
+
+/// A store that was frozen when the set first opened (and the ID space was pinned) is skipped,
+/// then, once it answers, opened in the background: it joins the set at its place and gets the
+/// pinned ID space, so a node that moves to it later is granted a lease there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_down_at_the_first_start_joins_and_gets_the_id_space_later() {
+    use idmint_core::store::{LeaseRequest, Partition};
+    use idmint_core::{IdSpace, IdSpaceRecord, Layout};
+    use idmint_store::{open_set, SetOptions, StoreOptions};
+
+    let mut redis = OwnRedis::start("set-late");
+    redis.signal("-STOP");
+    let urls = [
+        sqlite_url("set-late-0"),
+        redis.url(),
+        sqlite_url("set-late-2"),
+    ];
+    let options = StoreOptions {
+        call_timeout: Duration::from_secs(1),
+        ..StoreOptions::default()
+    };
+    let set_options = SetOptions {
+        home: Some(0),
+        ..SetOptions::default()
+    };
+    let set = open_set(&urls, &options, &set_options).await.unwrap();
+    let status = set.set.clone().unwrap();
+    let space = IdSpace::of(&Layout::parse("twitter").unwrap(), 0);
+    set.leases
+        .record_id_space(&IdSpaceRecord::first(space.clone()), 0)
+        .await
+        .unwrap();
+
+    redis.signal("-CONT");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let states = status.probe(Duration::from_secs(1)).await;
+        if states[1].up {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "store 1 never opened: {states:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let alone = idmint_store::open(&urls[1], &options).await.unwrap();
+    let record = alone.leases.store_set().await.unwrap().unwrap();
+    assert_eq!(record.partition.index, 1);
+    let spaces = alone.leases.id_spaces().await.unwrap();
+    assert_eq!(spaces.len(), 1);
+    assert_eq!(spaces[0].space, space);
+    // A lease of the pinned space is granted there.
+    let lease = alone
+        .leases
+        .acquire(&LeaseRequest {
+            node_name: "late".into(),
+            worker_count: 1024,
+            worker_id: None,
+            ttl: Duration::from_secs(10),
+            id_space: Some(1),
+            partition: record.partition,
+        })
+        .await
+        .unwrap();
+    assert_eq!(Partition::of_worker(lease.worker_id, 3), 1);
+}
