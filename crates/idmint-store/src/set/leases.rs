@@ -53,7 +53,7 @@ impl WorkerLeases for SetLeases {
                 .answered(member, store.leases.acquire(&request).await);
         }
         let mut refusal = None;
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };
@@ -96,7 +96,7 @@ impl WorkerLeases for SetLeases {
         let mut all = Vec::new();
         let mut answered = false;
         let mut outage = None;
-        for member in &self.members.list {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };
@@ -159,7 +159,7 @@ impl WorkerLeases for SetLeases {
         }
         let mut recorded = false;
         let mut outage = None;
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };

@@ -3,8 +3,8 @@
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use idmint_core::store::{Partition, SetMembership};
 use idmint_core::IdSpaceRecord;
@@ -12,8 +12,7 @@ use idmint_core::IdSpaceRecord;
 use super::partition;
 use crate::{Error, Location, Result, Store, StoreOptions};
 
-/// How long a store that failed a call is tried only after the others, and how often one that
-/// could not be opened is tried again.
+/// How often a store of a set that is down (or not open yet) is tried again.
 pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// One store of the set.
@@ -26,35 +25,16 @@ pub(super) struct Member {
     pub(super) partition: Partition,
     /// Set once the store is open and checked.
     store: OnceLock<Store>,
-    /// An open is under way in the background.
-    opening: AtomicBool,
-    /// When it last failed (an outage, or an open that did not work).
-    failed_at: Mutex<Option<Instant>>,
+    /// Not open, or its last call found it down: calls go to the other stores until a watcher
+    /// sees it answer again, so no call waits for a store known to be down.
+    down: AtomicBool,
+    /// A watcher task runs for it.
+    watching: AtomicBool,
 }
 
 impl Member {
-    fn recently_failed(&self) -> bool {
-        self.failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_some_and(|at| at.elapsed() < RETRY_AFTER)
-    }
-
-    fn mark_failed(&self) {
-        *self
-            .failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
-    }
-
-    fn mark_answered(&self) {
-        let mut failed_at = self
-            .failed_at
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if failed_at.is_some() {
-            *failed_at = None;
-        }
+    fn is_down(&self) -> bool {
+        self.down.load(Ordering::Acquire)
     }
 }
 
@@ -84,7 +64,7 @@ impl Members {
         options: &StoreOptions,
         block: u64,
         home: usize,
-    ) -> Result<Self> {
+    ) -> Result<Arc<Self>> {
         let count = urls.len();
         let mut list = Vec::with_capacity(count);
         let mut opened: Vec<Option<Store>> = Vec::with_capacity(count);
@@ -96,8 +76,8 @@ impl Members {
                 display,
                 partition: partition(index, count, block)?,
                 store: OnceLock::new(),
-                opening: AtomicBool::new(false),
-                failed_at: Mutex::new(None),
+                down: AtomicBool::new(false),
+                watching: AtomicBool::new(false),
             });
             opened.push(open_or_skip(url, options).await?);
         }
@@ -125,8 +105,6 @@ impl Members {
                 check_member(&store, &set_id, member).await?;
                 let _ = member.store.set(store);
                 usable += 1;
-            } else {
-                member.mark_failed();
             }
         }
         let open: Vec<&Store> = list.iter().filter_map(|m| m.store.get()).collect();
@@ -141,12 +119,18 @@ impl Members {
             )));
         }
         tracing::info!(set = %set_id, stores = count, usable, home, "store set opened");
-        Ok(Self {
+        let members = Arc::new(Self {
             list,
             set_id,
             options: options.clone(),
             home,
-        })
+        });
+        for member in &members.list {
+            if member.store.get().is_none() {
+                members.mark_down(member);
+            }
+        }
+        Ok(members)
     }
 
     /// The index of the node's home store.
@@ -161,15 +145,26 @@ impl Members {
     }
 
     /// The stores in the order a call tries them: home first, then the ones after it in the
-    /// list (wrapping), those that failed in the last [`RETRY_AFTER`] at the end.
+    /// list (wrapping); the stores known to be down after all the others.
     pub(super) fn in_order(&self) -> Vec<&Member> {
         let count = self.list.len();
         let mut order: Vec<&Member> = (0..count)
             .map(|i| &self.list[(self.home + i) % count])
             .collect();
         // A stable sort keeps the home-first order within each group.
-        order.sort_by_key(|m| m.recently_failed());
+        order.sort_by_key(|m| m.is_down());
         order
+    }
+
+    /// The stores a call should try: those not known to be down, or, when all are, every one
+    /// (a last resort that costs a call timeout each).
+    pub(super) fn to_try(&self) -> Vec<&Member> {
+        let order = self.in_order();
+        if order.iter().any(|m| !m.is_down()) {
+            order.into_iter().filter(|m| !m.is_down()).collect()
+        } else {
+            order
+        }
     }
 
     /// The store that leases `worker_id`.
@@ -184,44 +179,66 @@ impl Members {
         &self.list[Partition::of_id(id, first.count, first.block) as usize]
     }
 
-    /// The member's store if it is open; otherwise `None`, and an open is started in the
-    /// background (at most one at a time, at most once per [`RETRY_AFTER`]), so that no call
-    /// waits for a store that may be down.
+    /// The member's store if it is open; otherwise `None` (a watcher opens it when it can).
     pub(super) fn store_now(self: &Arc<Self>, member: &Member) -> Option<Store> {
-        if let Some(store) = member.store.get() {
-            return Some(store.clone());
+        let store = member.store.get().cloned();
+        if store.is_none() {
+            self.mark_down(member);
         }
-        if member.recently_failed() || member.opening.swap(true, Ordering::AcqRel) {
-            return None;
+        store
+    }
+
+    /// Marks `member` down and makes sure a watcher runs for it: every [`RETRY_AFTER`], the
+    /// watcher opens the store (checking it against the set and copying the ID space) or, when
+    /// open, asks it for its clock; once it answers, calls may go to it again.
+    pub(super) fn mark_down(self: &Arc<Self>, member: &Member) {
+        member.down.store(true, Ordering::Release);
+        if member.watching.swap(true, Ordering::AcqRel) {
+            return;
         }
         let members = Arc::clone(self);
         let index = member.index;
         tokio::spawn(async move {
             let member = &members.list[index];
-            let opened = async {
-                let store = crate::open(&member.url, &members.options).await?;
-                check_member(&store, &members.set_id, member).await?;
-                // The ID space pinned while it was away, from a store that was open.
-                let mut stores: Vec<&Store> =
-                    members.list.iter().filter_map(|m| m.store.get()).collect();
-                stores.push(&store);
-                sync_id_spaces(&stores).await?;
-                Ok::<_, Error>(store)
-            };
-            match opened.await {
-                Ok(store) => {
-                    tracing::info!(store = %member.display, "store of the set opened");
-                    let _ = member.store.set(store);
-                    member.mark_answered();
+            loop {
+                tokio::time::sleep(RETRY_AFTER).await;
+                if members.answers(member).await {
+                    member.down.store(false, Ordering::Release);
                 }
-                Err(error) => {
-                    tracing::warn!(store = %member.display, error = %error.with_causes(), "store of the set still cannot be used");
-                    member.mark_failed();
+                member.watching.store(false, Ordering::Release);
+                // A call may have marked it down again between the two stores above.
+                if !member.is_down() || member.watching.swap(true, Ordering::AcqRel) {
+                    return;
                 }
             }
-            member.opening.store(false, Ordering::Release);
         });
-        None
+    }
+
+    /// Whether `member` answers now: opened (and checked) if it was not, else its clock read.
+    async fn answers(&self, member: &Member) -> bool {
+        if let Some(store) = member.store.get() {
+            return store.leases.clock_ms().await.is_ok();
+        }
+        let opened = async {
+            let store = crate::open(&member.url, &self.options).await?;
+            check_member(&store, &self.set_id, member).await?;
+            // The ID space pinned while it was away, from the stores that are open.
+            let mut stores: Vec<&Store> = self.list.iter().filter_map(|m| m.store.get()).collect();
+            stores.push(&store);
+            sync_id_spaces(&stores).await?;
+            Ok::<_, Error>(store)
+        };
+        match opened.await {
+            Ok(store) => {
+                tracing::info!(store = %member.display, "store of the set opened");
+                let _ = member.store.set(store);
+                true
+            }
+            Err(error) => {
+                tracing::debug!(store = %member.display, error = %error.with_causes(), "store of the set still cannot be used");
+                false
+            }
+        }
     }
 
     /// Runs `call` on each store in [`in_order`](Self::in_order) until one answers: an
@@ -237,7 +254,7 @@ impl Members {
         Fut: Future<Output = Result<T>>,
     {
         let mut outage = None;
-        for member in self.in_order() {
+        for member in self.to_try() {
             let Some(store) = self.store_now(member) else {
                 continue;
             };
@@ -251,12 +268,12 @@ impl Members {
         }))
     }
 
-    /// Notes how a call to `member` went (an outage puts it last for [`RETRY_AFTER`]) and
-    /// passes the result on.
-    pub(super) fn answered<T>(&self, member: &Member, result: Result<T>) -> Result<T> {
-        match &result {
-            Err(Error::StoreUnavailable { .. }) => member.mark_failed(),
-            _ => member.mark_answered(),
+    /// Notes how a call to `member` went (an outage marks it down until its watcher sees it
+    /// answer) and passes the result on.
+    pub(super) fn answered<T>(self: &Arc<Self>, member: &Member, result: Result<T>) -> Result<T> {
+        if let Err(Error::StoreUnavailable { .. }) = &result {
+            tracing::warn!(store = %member.display, "store of the set does not answer: calls go to the others until it does");
+            self.mark_down(member);
         }
         result
     }

@@ -120,7 +120,7 @@ pub async fn open_set(urls: &[String], options: &StoreOptions, set: &SetOptions)
                     reason: format!("{home} is not a store of the list (0..{})", urls.len()),
                 });
             }
-            let members = Arc::new(Members::open(urls, options, set.block, home).await?);
+            let members = Members::open(urls, options, set.block, home).await?;
             let display_url = members.display();
             Ok(Store {
                 segments: Arc::new(segments::SetSegments::new(Arc::clone(&members))),

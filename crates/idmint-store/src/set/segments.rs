@@ -94,7 +94,7 @@ impl SetSegments {
 
     /// The tag's row from a store other than `except` that answers.
     async fn tag_info_elsewhere(&self, tag: &Tag, except: usize) -> Result<Option<TagInfo>> {
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             if member.index == except {
                 continue;
             }
@@ -120,7 +120,7 @@ impl SetSegments {
     {
         let mut first_answer = None;
         let mut first_error = None;
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };
@@ -203,7 +203,7 @@ impl SegmentStore for SetSegments {
     async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
         let mut outage = None;
         let mut answered = false;
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };
@@ -231,7 +231,7 @@ impl SegmentStore for SetSegments {
         let mut merged: HashMap<Tag, TagInfo> = HashMap::new();
         let mut outage = None;
         let mut answered = false;
-        for member in self.members.in_order() {
+        for member in self.members.to_try() {
             let Some(store) = self.members.store_now(member) else {
                 continue;
             };

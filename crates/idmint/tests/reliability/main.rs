@@ -19,6 +19,7 @@ mod load;
 mod node;
 mod nodes;
 mod outage;
+mod store_set;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -166,4 +167,13 @@ fn id_space_changed_between_phases_on_mariadb() {
 fn id_space_changed_between_phases_on_redis() {
     let _serial = serial();
     id_space::changed_between_phases("redis", &store_url("IDMINT_TEST_REDIS_URL"));
+}
+
+#[test]
+fn store_set_survives_one_store_lost() {
+    let _serial = serial();
+    store_set::one_store_lost(
+        &store_url("IDMINT_TEST_POSTGRES_URL"),
+        &store_url("IDMINT_TEST_MYSQL_URL"),
+    );
 }

@@ -47,6 +47,7 @@ impl Frozen {
             // A child may have gone meanwhile; the parent must not stay frozen.
             let _ = std::process::Command::new("kill")
                 .args(["-CONT", &pid.to_string()])
+                .stderr(std::process::Stdio::null())
                 .status();
         }
     }
