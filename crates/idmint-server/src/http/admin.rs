@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use idmint_core::segment::MAX_SEGMENT_LEN;
+use idmint_core::store::Partition;
 use idmint_core::store::{TagInfo, TagSettings, TagUpdate, MAX_SEGMENT_ID};
 use idmint_core::{Error, Tag};
 use serde::{Deserialize, Serialize};
@@ -148,13 +149,32 @@ pub(crate) async fn put_tag(
 }
 
 /// `GET /v1/workers` → `{"workers": [...], "node": {"worker_id": n, "held": bool}}`: every worker
-/// lease with its HWM, and the one this node holds.
+/// lease with its HWM, and the one this node holds. With a store set, each lease also names its
+/// `store` (the one that leases its worker ID), and `"stores"` gives each store's state; the
+/// leases of a store that does not answer are missing.
 pub(crate) async fn workers(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let leases = state.ids.store().leases.list_leases().await?;
+    let store = state.ids.store();
+    let leases = store.leases.list_leases().await?;
     let keeper = state.ids.keeper();
+    let node =
+        serde_json::json!({ "worker_id": keeper.lease().worker_id, "held": keeper.is_held() });
+    let Some(set) = &store.set else {
+        return Ok(Json(serde_json::json!({ "workers": leases, "node": node })).into_response());
+    };
+    let count = set.len() as u64;
+    let workers: Vec<serde_json::Value> = leases
+        .iter()
+        .map(|lease| {
+            let mut row = serde_json::json!(lease);
+            row["store"] = Partition::of_worker(lease.worker_id, count).into();
+            row
+        })
+        .collect();
+    let stores = set.probe(super::health::STORE_PROBE_TIMEOUT).await;
     Ok(Json(serde_json::json!({
-        "workers": leases,
-        "node": { "worker_id": keeper.lease().worker_id, "held": keeper.is_held() },
+        "workers": workers,
+        "node": node,
+        "stores": super::health::stores_json(&stores),
     }))
     .into_response())
 }

@@ -14,7 +14,24 @@ use super::errors::ApiError;
 use super::state::AppState;
 
 /// How long `/readyz` waits for the store.
-const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+pub(crate) const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The stores of a set as `/readyz` and `/v1/workers` show them.
+pub(crate) fn stores_json(stores: &[idmint_store::StoreState]) -> Vec<serde_json::Value> {
+    stores
+        .iter()
+        .map(|s| {
+            serde_json::json!({
+                "index": s.index,
+                "url": s.url,
+                "home": s.home,
+                "up": s.up,
+                "latency_ms": s.latency_ms,
+                "error": s.error,
+            })
+        })
+        .collect()
+}
 
 /// `GET /healthz` → 200 `{"status":"ok"}`.
 pub(crate) async fn healthz() -> Response {
@@ -80,19 +97,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
                 format!("no store of the set answers: {}", why.join("; ")),
             ));
         }
-        let stores: Vec<serde_json::Value> = stores
-            .iter()
-            .map(|s| {
-                serde_json::json!({
-                    "index": s.index,
-                    "url": s.url,
-                    "home": s.home,
-                    "up": s.up,
-                    "latency_ms": s.latency_ms,
-                    "error": s.error,
-                })
-            })
-            .collect();
+        let stores = stores_json(&stores);
         return Ok(Json(serde_json::json!({
             "status": "ready",
             "worker_id": keeper.lease().worker_id,

@@ -14,9 +14,9 @@
 //! | `GET /v1/tags` (admin) | `{"tags": [{"tag", "max_id", "step", "description", "updated_at_ms"}]}` |
 //! | `GET /v1/tags/{tag}` (admin) | the tag, 404 when unknown |
 //! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
-//! | `GET /v1/workers` (admin) | `{"workers": [leases with hwm_ms], "node": {"worker_id", "held"}}` |
+//! | `GET /v1/workers` (admin) | `{"workers": [leases with hwm_ms], "node": {"worker_id", "held"}}`; with a store set, each lease's `store` and `"stores"` (each store's state) |
 //! | `GET /healthz` | 200 `{"status":"ok"}` |
-//! | `GET /readyz` | 200 when the worker lease is held and the store answers and has shown no damage, else 503 |
+//! | `GET /readyz` | 200 when the worker lease is held and the store answers (with a store set: any of its stores; `"stores"` gives each one's state) and has shown no damage, else 503 |
 //! | `GET /metrics` | Prometheus text (404 without a metrics handle) |
 //! | `GET /api/segment/get/{key}` | Leaf: next ID of tag `key`, plain text |
 //! | `GET /api/snowflake/get/{key}` | Leaf: a snowflake, plain text |

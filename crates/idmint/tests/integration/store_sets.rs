@@ -207,6 +207,24 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
         .collect();
     assert_eq!(up, [true, false, true], "{ready}");
     assert_eq!(ready["stores"][1]["home"], true);
+    let workers: serde_json::Value = http
+        .get(format!("{}/v1/workers", server.http))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(workers["stores"][1]["up"], false, "{workers}");
+    let held = workers["node"]["worker_id"].as_u64().unwrap();
+    let row = workers["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["worker_id"] == held)
+        .unwrap_or_else(|| panic!("the node's lease is not listed: {workers}"));
+    assert_eq!(row["store"], held % 3, "{workers}");
+    assert_ne!(held % 3, 1);
     let metrics = http
         .get(format!("{}/metrics", server.http))
         .send()
