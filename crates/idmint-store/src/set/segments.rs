@@ -4,13 +4,20 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use idmint_core::store::{RangeRequest, SegmentStore, TagInfo, TagSettings, TagUpdate};
 use idmint_core::Tag;
+use tokio::task::JoinSet;
 
 use super::members::{Member, Members};
 use crate::{Error, Result, Store};
+
+/// How long a range request waits for a store before it asks the next one too: a store that
+/// hangs (frozen, or cut off without a reset) would otherwise hold the request for the whole
+/// call timeout while the node's buffers run dry.
+pub(super) const HEDGE_AFTER: Duration = Duration::from_millis(500);
 
 /// The segment side of a set.
 #[derive(Debug)]
@@ -69,6 +76,99 @@ impl SetSegments {
             }
             other => other,
         }
+    }
+
+    /// A range of `tag` from the first store that answers, above `at_least`: each store in
+    /// turn, the next one asked as soon as the previous has not answered within
+    /// [`HEDGE_AFTER`] (the slow one is marked down), the first range wins. A range taken by a
+    /// store whose answer lost the race is left unused: a gap, never a duplicate.
+    async fn allocate_hedged(&self, tag: &Tag, step: u64, at_least: u64) -> Result<Range<u64>> {
+        let order = self.members.to_try();
+        let mut running: JoinSet<(usize, Result<Range<u64>>)> = JoinSet::new();
+        let mut next = 0;
+        let mut outage = None;
+        loop {
+            if running.is_empty() {
+                // Start the next store that is open, if any is left.
+                let Some((member, store)) = self.next_open(&order, &mut next) else {
+                    break;
+                };
+                running.spawn(Self::allocate_task(member, store, tag, step, at_least));
+            }
+            let joined = if next < order.len() {
+                // `join_next` is cancel safe: a timeout loses no finished task.
+                match tokio::time::timeout(HEDGE_AFTER, running.join_next()).await {
+                    Ok(joined) => joined,
+                    Err(_) => {
+                        if let Some((member, store)) = self.next_open(&order, &mut next) {
+                            tracing::warn!(also_asked = %member.display, "a store of the set is slow to give a range: asking the next one too");
+                            running.spawn(Self::allocate_task(member, store, tag, step, at_least));
+                        }
+                        continue;
+                    }
+                }
+            } else {
+                running.join_next().await
+            };
+            let Some(Ok((index, result))) = joined else {
+                continue;
+            };
+            let member = &self.members.list[index];
+            match self.members.answered(member, result) {
+                Ok(range) => return Ok(range),
+                Err(Error::UnknownTag(_)) => {
+                    let Some(store) = self.members.store_now(member) else {
+                        continue;
+                    };
+                    let request = RangeRequest {
+                        step,
+                        at_least,
+                        partition: member.partition,
+                    };
+                    match self
+                        .members
+                        .answered(member, self.allocate_on(member, &store, tag, request).await)
+                    {
+                        Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                        answer => return answer,
+                    }
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
+                Err(error) => return Err(error),
+            }
+        }
+        Err(outage.unwrap_or_else(|| {
+            Error::store_unavailable("allocating a segment: no store of the set answers")
+        }))
+    }
+
+    /// The next store of `order` from `*next` on that is open, moving `*next` past it.
+    fn next_open<'a>(&self, order: &[&'a Member], next: &mut usize) -> Option<(&'a Member, Store)> {
+        while *next < order.len() {
+            let member = order[*next];
+            *next += 1;
+            if let Some(store) = self.members.store_now(member) {
+                return Some((member, store));
+            }
+        }
+        None
+    }
+
+    /// One store's range request, as a task of its own (so a hedged one can run beside it).
+    fn allocate_task(
+        member: &Member,
+        store: Store,
+        tag: &Tag,
+        step: u64,
+        at_least: u64,
+    ) -> impl std::future::Future<Output = (usize, Result<Range<u64>>)> + Send + 'static {
+        let (index, tag) = (member.index, tag.clone());
+        let request = RangeRequest {
+            step,
+            at_least,
+            partition: member.partition,
+        };
+        async move { (index, store.segments.allocate_in(&tag, request).await) }
     }
 
     /// Creates `tag` on one store, at the store's first ID at or above `settings.first_id`.
@@ -160,17 +260,7 @@ impl SegmentStore for SetSegments {
 
     async fn allocate_in(&self, tag: &Tag, request: RangeRequest) -> Result<Range<u64>> {
         let at_least = request.at_least.max(self.floor(tag));
-        let range = self
-            .members
-            .first_answer("allocating a segment", |member, store| async move {
-                let request = RangeRequest {
-                    step: request.step,
-                    at_least,
-                    partition: member.partition,
-                };
-                self.allocate_on(member, &store, tag, request).await
-            })
-            .await?;
+        let range = self.allocate_hedged(tag, request.step, at_least).await?;
         self.raise_floor(tag, range.end);
         Ok(range)
     }

@@ -520,6 +520,28 @@ mod opened {
         assert!(all.windows(2).all(|w| w[0].end <= w[1].start));
         let tags = first.segments.list_tags().await.unwrap();
         assert_eq!(tags.len(), 1);
+        // Created, and its step changed, in every store: each at its partition's IDs.
+        let changed = idmint_core::store::TagUpdate {
+            step: Some(777),
+            description: None,
+        };
+        assert_eq!(
+            second.segments.update_tag(&t, &changed).await.unwrap().step,
+            777
+        );
+        for (k, url) in urls.iter().enumerate() {
+            let alone = idmint_store::open(url, &common::options(&namespace))
+                .await
+                .unwrap();
+            let info = alone.segments.tag_info(&t).await.unwrap().unwrap();
+            assert_eq!(info.step, 777, "store {k}");
+            // `max_id` is the next ID (in the store's partition) or the end of its last range.
+            let owner = |id: u64| Partition::of_id(id, count, BLOCK);
+            assert!(
+                owner(info.max_id) == k as u64 || owner(info.max_id - 1) == k as u64,
+                "store {k}: {info:?}"
+            );
+        }
         let leases = first.leases.list_leases().await.unwrap();
         assert_eq!(leases.len(), 2);
     }

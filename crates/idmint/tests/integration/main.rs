@@ -11,6 +11,8 @@ mod damaged_store;
 mod hostile_input;
 mod id_space;
 mod layout_end;
+#[path = "../shared/own_redis.rs"]
+mod own_redis;
 mod security;
 mod serve;
 mod starting;

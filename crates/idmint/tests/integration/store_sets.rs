@@ -2,98 +2,18 @@
 //! redis-server started here), the node takes a worker lease from another store of the set
 //! and goes on minting, its IDs still increasing, without waiting for the old lease to expire.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, ids_of, sqlite_url, Server};
-
-/// A redis-server of this test's own (so that freezing it disturbs no other test), durable as
-/// the Redis store requires; stopped by PID when dropped.
-struct OwnRedis {
-    child: Child,
-    port: u16,
-    frozen: bool,
-}
-
-impl OwnRedis {
-    fn start(name: &str) -> Self {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("{name}-redis-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let port = free_port();
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args([
-                "--save",
-                "",
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-            ])
-            .arg("--dir")
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server (installed by scripts/with-stores)");
-        let redis = Self {
-            child,
-            port,
-            frozen: false,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !redis.answers_ping() {
-            assert!(Instant::now() < deadline, "redis-server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
-    }
-
-    fn answers_ping(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-        let mut reply = [0u8; 7];
-        stream.write_all(b"PING\r\n").is_ok()
-            && stream.read_exact(&mut reply).is_ok()
-            && &reply == b"+PONG\r\n"
-    }
-
-    fn signal(&mut self, name: &str) {
-        let status = Command::new("kill")
-            .args([name, &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        self.frozen = name == "-STOP";
-    }
-}
-
-impl Drop for OwnRedis {
-    fn drop(&mut self) {
-        if self.frozen {
-            let _ = Command::new("kill")
-                .args(["-CONT", &self.child.id().to_string()])
-                .status();
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::common::{ids_of, sqlite_url, Server};
+use crate::own_redis::OwnRedis;
 
 /// The worker field of an ID of the default layout (`time:41@1ms,worker:10,seq:12`).
 fn worker_of(id: u64) -> u64 {
     (id >> 12) & 0x3FF
+}
+
+async fn get_json(http: &reqwest::Client, url: &str) -> serde_json::Value {
+    http.get(url).send().await.unwrap().json().await.unwrap()
 }
 
 async fn take(http: &reqwest::Client, url: &str) -> Result<Vec<u64>, String> {
@@ -113,7 +33,7 @@ async fn take(http: &reqwest::Client, url: &str) -> Result<Vec<u64>, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
-    let mut redis = OwnRedis::start("set-move");
+    let redis = OwnRedis::start("set-move");
     let (first, third) = (sqlite_url("set-move-0"), sqlite_url("set-move-2"));
     let redis_url = redis.url();
     // Store 1, the Redis one, is the node's home: its lease and ranges come from there.
@@ -190,14 +110,7 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
         .iter()
         .any(|line| line.contains("moved to another store of the set")));
     // Ready while any store answers, and it says which one does not.
-    let ready: serde_json::Value = http
-        .get(format!("{}/readyz", server.http))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let ready = get_json(&http, &format!("{}/readyz", server.http)).await;
     assert_eq!(ready["status"], "ready", "{ready}");
     let up: Vec<bool> = ready["stores"]
         .as_array()
@@ -207,14 +120,7 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
         .collect();
     assert_eq!(up, [true, false, true], "{ready}");
     assert_eq!(ready["stores"][1]["home"], true);
-    let workers: serde_json::Value = http
-        .get(format!("{}/v1/workers", server.http))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let workers = get_json(&http, &format!("{}/v1/workers", server.http)).await;
     assert_eq!(workers["stores"][1]["up"], false, "{workers}");
     let held = workers["node"]["worker_id"].as_u64().unwrap();
     let row = workers["workers"]
@@ -249,14 +155,7 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
     redis.signal("-CONT");
     let deadline = Instant::now() + Duration::from_secs(15);
     loop {
-        let ready: serde_json::Value = http
-            .get(format!("{}/readyz", server.http))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let ready = get_json(&http, &format!("{}/readyz", server.http)).await;
         if ready["stores"][1]["up"] == true {
             break;
         }
@@ -280,7 +179,7 @@ async fn a_store_down_at_the_first_start_joins_and_gets_the_id_space_later() {
     use idmint_core::{IdSpace, IdSpaceRecord, Layout};
     use idmint_store::{open_set, SetOptions, StoreOptions};
 
-    let mut redis = OwnRedis::start("set-late");
+    let redis = OwnRedis::start("set-late");
     redis.signal("-STOP");
     let urls = [
         sqlite_url("set-late-0"),

@@ -19,6 +19,8 @@ mod load;
 mod node;
 mod nodes;
 mod outage;
+#[path = "../shared/own_redis.rs"]
+mod own_redis;
 mod store_set;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -87,7 +87,7 @@ fn store_pid(variable: &str) -> u32 {
 }
 
 /// The value of `name{tag="TAG"}` in `/metrics`, if present.
-async fn tag_metric(http: &reqwest::Client, base: &str, name: &str, tag: &str) -> Option<f64> {
+pub async fn tag_metric(http: &reqwest::Client, base: &str, name: &str, tag: &str) -> Option<f64> {
     let text = http
         .get(format!("{base}/metrics"))
         .send()
