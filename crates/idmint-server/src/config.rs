@@ -45,6 +45,12 @@ pub struct PartialConfig {
     #[arg(long, value_name = "N", env = "IDMINT_HOME_STORE")]
     pub home_store: Option<usize>,
 
+    /// The longest one store call may take before it counts as failed: in a store set, how
+    /// long a node waits for a store that hangs before it turns to another.
+    #[arg(long, value_name = "DURATION", env = "IDMINT_STORE_CALL_TIMEOUT", value_parser = humantime::parse_duration)]
+    #[serde(default, with = "humantime_serde")]
+    pub store_call_timeout: Option<Duration>,
+
     /// IDs per block of a store set's segment partitions; fixed when the set is created.
     #[arg(long, value_name = "N", env = "IDMINT_STORE_BLOCK")]
     pub store_block: Option<u64>,
@@ -271,6 +277,7 @@ impl PartialConfig {
         Self {
             data_dir: Some(PathBuf::from("./idmint-data")),
             store_block: Some(idmint_core::store::DEFAULT_BLOCK),
+            store_call_timeout: Some(idmint_store::StoreOptions::default().call_timeout),
             http: Some(SocketAddr::from(([127, 0, 0, 1], 8080))),
             resp: Some(SocketAddr::from(([127, 0, 0, 1], 6380))),
             layout: Some(DEFAULT_LAYOUT.to_owned()),
@@ -438,6 +445,8 @@ pub struct ServeConfig {
     pub home_store: Option<usize>,
     /// IDs per block of a set's segment partitions.
     pub store_block: u64,
+    /// The longest one store call may take.
+    pub store_call_timeout: Duration,
     /// HTTP listen address.
     pub http: SocketAddr,
     /// Redis-protocol listen address.
@@ -510,6 +519,13 @@ impl ServeConfig {
         };
         check_store_list(&stores, layers.home_store)?;
         let store_block = defaulted(layers.store_block, "store-block")?;
+        let store_call_timeout = defaulted(layers.store_call_timeout, "store-call-timeout")?;
+        if store_call_timeout.is_zero() {
+            return Err(ServerError::Config {
+                setting: "store-call-timeout".into(),
+                reason: "must be above zero".into(),
+            });
+        }
         if store_block < SegmentConfig::default().max_step {
             return Err(ServerError::Config {
                 setting: "store-block".into(),
@@ -618,6 +634,7 @@ impl ServeConfig {
             stores,
             home_store: layers.home_store,
             store_block,
+            store_call_timeout,
             http: defaulted(layers.http, "http")?,
             resp: defaulted(layers.resp, "resp")?,
             layout: defaulted(layers.layout, "layout")?,
@@ -925,6 +942,14 @@ mod tests {
             ..PartialConfig::default()
         };
         assert!(ServeConfig::resolve(small_block, PartialConfig::default(), "h").is_err());
+        let no_timeout = PartialConfig {
+            store_call_timeout: Some(Duration::ZERO),
+            ..PartialConfig::default()
+        };
+        assert!(ServeConfig::resolve(no_timeout, PartialConfig::default(), "h").is_err());
+        let file: PartialConfig = toml::from_str("store_call_timeout = \"1500ms\"\n").unwrap();
+        let config = ServeConfig::resolve(PartialConfig::default(), file, "h").unwrap();
+        assert_eq!(config.store_call_timeout, Duration::from_millis(1500));
     }
 
     #[test]

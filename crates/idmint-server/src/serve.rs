@@ -52,7 +52,7 @@ pub async fn run(
     let store_options = StoreOptions {
         allow_non_durable: config.allow_non_durable,
         namespace: config.namespace.clone(),
-        ..StoreOptions::default()
+        call_timeout: config.store_call_timeout,
     };
     let store = store_calls::on_main_runtime(
         metered(

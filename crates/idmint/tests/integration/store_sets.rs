@@ -47,6 +47,9 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
             &third,
             "--home-store",
             "1",
+            // A hanging store counts as failed after 2 s instead of the default 5 s.
+            "--store-call-timeout",
+            "2s",
         ],
     );
     let http = reqwest::Client::new();
@@ -87,6 +90,11 @@ async fn a_node_moves_to_another_store_when_its_own_stops_answering() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let moved_after = moved_after.expect("the node never moved off the frozen store");
+    // Within a renewal period (2 s) and the call timeout (2 s), plus the acquisition.
+    assert!(
+        moved_after < Duration::from_secs(6),
+        "moved only after {moved_after:?}"
+    );
     println!(
         "store set: moved {moved_after:?} after the freeze; slowest request pair {slowest:?}; \
          {} snowflakes, {} segment IDs; failures {failures:?}",
