@@ -100,6 +100,7 @@ mod rate;
 mod shutdown;
 mod slot;
 mod state_word;
+mod take_back;
 mod wait;
 
 #[cfg(test)]

@@ -334,6 +334,30 @@ async fn take_contiguous_skips_a_straddled_tail() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_run_comes_back_only_while_nothing_was_claimed_after_it() {
+    let (store, clock, tag) = store_with_tag(100).await;
+    let buf = buffer(&store, &clock, &tag, fixed(100, 1.0));
+    assert_eq!(buf.next().await.unwrap(), 1);
+    let run = buf.take_contiguous(10).await.unwrap();
+    assert_eq!(run, 2..12);
+    // Not the run's tail, or not a run of the current segment: refused, nothing changes.
+    assert!(!buf.take_back(5..11));
+    assert!(!buf.take_back(0..12));
+    assert!(!buf.take_back(12..12));
+    // Its tail comes back and is handed out again, in order.
+    assert!(buf.take_back(7..12));
+    assert_eq!(buf.next().await.unwrap(), 7);
+    // Something was claimed after the run: the rest of it cannot come back.
+    assert!(!buf.take_back(2..7));
+    let second = buf.take_contiguous(5).await.unwrap();
+    assert_eq!(second, 8..13);
+    assert_eq!(buf.next().await.unwrap(), 13);
+    assert!(!buf.take_back(8..13));
+    buf.shutdown().await.unwrap();
+    assert!(!buf.take_back(13..14));
+}
+
+#[tokio::test(start_paused = true)]
 async fn take_contiguous_and_next_many_refuse_bad_counts() {
     let (store, clock, tag) = store_with_tag(10).await;
     let buf = buffer(&store, &clock, &tag, fixed(10, 1.0));

@@ -21,7 +21,7 @@ use idmint_resp::{encode, Command, Protocol, RequestDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use super::cmd::Transaction;
+use super::cmd::{Returnable, Transaction};
 use super::lookahead::Requests;
 use super::reply::IdFormat;
 use super::shared::Shared;
@@ -86,6 +86,8 @@ pub(super) struct Session {
     /// The commands of the transaction `EXEC` just started, for the connection loop to run.
     pub(super) exec_queue: Vec<Command>,
     pub(super) tags: TagCache,
+    /// The runs `IDMINT.GIVEBACK` may return.
+    pub(super) returnable: Option<Returnable>,
     /// `idmint_ids_issued_total{kind="snowflake"}` and the snowflakes issued since the last
     /// flush.
     snowflakes_issued: metrics::Counter,
@@ -117,6 +119,7 @@ impl Session {
             transaction: None,
             exec_queue: Vec::new(),
             tags: TagCache::default(),
+            returnable: None,
             snowflakes_issued: telemetry::snowflake_counter(),
             snowflakes_pending: 0,
             commands_pending: 0,

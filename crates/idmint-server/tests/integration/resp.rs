@@ -23,6 +23,8 @@ use tokio::task::JoinHandle;
 
 use crate::common::{ids_config, prometheus, sqlite_url};
 
+mod ranges;
+
 /// A layout with a shard field, so `SHARD k` can be checked in decoded IDs.
 const LAYOUT: &str = "time:41@1ms,worker:6,shard:4,seq:12";
 

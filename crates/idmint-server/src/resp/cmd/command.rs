@@ -111,6 +111,12 @@ const SNOWFLAKE_ARGS: &[Arg] = &[
 ];
 const NEXT_ARGS: &[Arg] = &[TAG, option("count", "integer", "COUNT"), FORMAT];
 const DECODE_ARGS: &[Arg] = &[arg("id", "integer")];
+const RANGE_ARGS: &[Arg] = &[
+    TAG,
+    arg("count", "integer"),
+    option("above", "integer", "ABOVE"),
+];
+const GIVEBACK_ARGS: &[Arg] = &[TAG, arg("first", "integer"), arg("last", "integer")];
 
 fn docs(kind: Kind) -> Doc {
     match kind {
@@ -136,6 +142,16 @@ fn docs(kind: Kind) -> Doc {
                 NEXT_ARGS,
             )
         },
+        Kind::Range => doc(
+            "Takes `count` contiguous segment IDs of a tag, all above ABOVE; answers [first, last].",
+            "module",
+            RANGE_ARGS,
+        ),
+        Kind::GiveBack => doc(
+            "Returns the unused tail of the last runs this connection took of a tag.",
+            "module",
+            GIVEBACK_ARGS,
+        ),
         Kind::Decode => doc(
             "Takes a snowflake ID apart: time, worker, sequence, layout.",
             "module",

@@ -7,6 +7,8 @@
 //! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken) |
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f]` | one snowflake; with `COUNT`, an array of `n` |
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
+//! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
+//! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of this connection's last runs of `tag` was taken back, else 0 |
 //! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
@@ -34,9 +36,11 @@ mod config;
 mod connection;
 mod ids;
 mod info;
+mod ranges;
 mod server;
 mod transaction;
 
+pub(super) use self::ranges::Returnable;
 pub(super) use self::transaction::Transaction;
 
 use super::connection::{Flow, Session};
@@ -50,6 +54,8 @@ pub(super) enum Kind {
     IncrBy,
     Snowflake,
     Next,
+    Range,
+    GiveBack,
     Decode,
     Format,
     Get,
@@ -126,6 +132,8 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], MINT),
     spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], MINT),
     spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], MINT),
+    spec(Kind::Range, "idmint.range", -3, WRITE, 1, &["@write", "@fast"], MINT),
+    spec(Kind::GiveBack, "idmint.giveback", 4, WRITE, 1, &["@write", "@fast"], MINT),
     spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], MINT),
     spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
     spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),
@@ -351,6 +359,8 @@ impl Session {
             Kind::IncrBy => self.incr_by(args, out).await,
             Kind::Snowflake => self.snowflake(args, out).await,
             Kind::Next => self.next(args, out).await,
+            Kind::Range => self.range(args, out).await,
+            Kind::GiveBack => self.give_back(args, out).await,
             Kind::Decode => self.decode(args, out),
             Kind::Format => self.format(args, out),
             Kind::Get => self.get(args, out),
