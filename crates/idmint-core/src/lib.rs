@@ -61,7 +61,7 @@ pub use error::{Error, Result};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 #[cfg(feature = "async")]
-pub use segment::{SegmentBuffer, SegmentConfig};
+pub use segment::{RangeSource, SegmentBuffer, SegmentConfig};
 pub use snowflake::{
     Fence, LocalSnowflakes, SnowflakeBatch, SnowflakeBuilder, SnowflakeConfig, SnowflakeGenerator,
 };

@@ -21,7 +21,7 @@ use super::loaded_range::LoadedRange;
 use super::{SegmentBuffer, SegmentConfig};
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
-use crate::store::SegmentStore;
+use super::RangeSource;
 use crate::tag::Tag;
 
 /// First pause after a failed fetch.
@@ -167,7 +167,7 @@ impl Drop for FetchGuard {
 /// dropping the last handle of a buffer ends its fetch.
 async fn run_fetch(
     mut guard: FetchGuard,
-    store: Arc<dyn SegmentStore>,
+    store: Arc<dyn RangeSource>,
     tag: Tag,
     max_backoff: Duration,
 ) {

@@ -99,6 +99,7 @@ mod loaded_range;
 mod rate;
 mod shutdown;
 mod slot;
+mod source;
 mod state_word;
 mod take_back;
 mod wait;
@@ -117,6 +118,8 @@ use tokio::sync::watch;
 
 use self::claim::NoRun;
 pub use self::config::SegmentConfig;
+pub use self::source::RangeSource;
+use self::source::StoreRanges;
 use self::control::Control;
 use self::loaded_range::LoadedRange;
 use self::slot::Slot;
@@ -148,7 +151,7 @@ pub struct SegmentBuffer {
     /// Bumped on every change a waiter may care about (range loaded, fetch failed, shutdown).
     events: watch::Sender<u64>,
     tag: Tag,
-    store: Arc<dyn SegmentStore>,
+    store: Arc<dyn RangeSource>,
     clock: Arc<dyn Clock>,
     /// Normalized at construction.
     config: SegmentConfig,
@@ -181,6 +184,18 @@ impl SegmentBuffer {
     pub fn new(
         tag: Tag,
         store: Arc<dyn SegmentStore>,
+        clock: Arc<dyn Clock>,
+        config: SegmentConfig,
+        runtime: Handle,
+    ) -> Arc<Self> {
+        Self::with_source(tag, Arc::new(StoreRanges(store)), clock, config, runtime)
+    }
+
+    /// A buffer for `tag` over any [`RangeSource`], such as the nodes a remote client takes
+    /// its ranges from; otherwise as [`new`](Self::new).
+    pub fn with_source(
+        tag: Tag,
+        store: Arc<dyn RangeSource>,
         clock: Arc<dyn Clock>,
         config: SegmentConfig,
         runtime: Handle,

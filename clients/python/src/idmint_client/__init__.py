@@ -1,0 +1,36 @@
+"""idmint_client: the Python client of the idmint ID service.
+
+    from idmint_client import Client
+
+    with Client(["redis://10.0.0.1:6380", "redis://10.0.0.2:6380"], token="...") as ids:
+        order_id = ids.next("orders")      # segment ID, from memory
+        event_id = ids.snowflake()         # time-ordered 64-bit ID
+
+`AsyncClient` is the same for asyncio.
+"""
+
+from ._async import AsyncClient
+from ._errors import (
+    AuthError,
+    ClientClosed,
+    ConfigError,
+    IdmintError,
+    TagExhausted,
+    TooManyTags,
+    Unavailable,
+)
+from ._sync import Client
+
+__all__ = [
+    "AsyncClient",
+    "AuthError",
+    "Client",
+    "ClientClosed",
+    "ConfigError",
+    "IdmintError",
+    "TagExhausted",
+    "TooManyTags",
+    "Unavailable",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,491 @@
+"""The thread-safe client."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+
+import redis
+
+from . import _core as core
+from ._errors import ClientClosed, IdmintError, Unavailable
+
+T = TypeVar("T")
+
+
+class _Node:
+    """One node: its health (in the NodeSet) and the one connection the client sends it
+    everything on, so that `IDMINT.GIVEBACK` reaches the connection that took the range.
+    `generation` changes with each new connection: a range taken on an older one can no longer
+    be given back."""
+
+    def __init__(self, index: int, url: str, kwargs: Dict[str, Any]) -> None:
+        self.index = index
+        self.pool = redis.ConnectionPool.from_url(url, **kwargs)
+        self.lock = threading.Lock()
+        self.conn: Optional[Any] = None
+        self.generation = 0
+
+    def call(self, *args: Any, generation: Optional[int] = None) -> Tuple[Any, int]:
+        """Sends one command and reads its reply, on the node's connection (made when there is
+        none). With `generation`, only on that connection (None when it is gone)."""
+        with self.lock:
+            conn = self.conn
+            if generation is not None and (conn is None or generation != self.generation):
+                return None, -1
+            try:
+                if conn is None:
+                    conn = self.pool.connection_class(**self.pool.connection_kwargs)
+                    self.generation += 1
+                    self.conn = conn
+                    conn.connect()
+                conn.send_command(*args)
+                return conn.read_response(), self.generation
+            except redis.exceptions.ResponseError:
+                raise  # an error reply: the connection is still in step
+            except BaseException:
+                self._drop()
+                raise
+
+    def _drop(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.disconnect()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
+        try:
+            self.pool.disconnect()
+        except Exception:
+            pass
+
+
+class _Tag:
+    """The double buffer of one tag: the current range `cur..=last` (IDs still to hand out),
+    the next range (fetched ahead), and the refill state. Guarded by `lock`."""
+
+    __slots__ = (
+        "name",
+        "lock",
+        "cond",
+        "cur",
+        "last",
+        "trigger",
+        "cur_first",
+        "cur_from",
+        "nxt",
+        "high",
+        "retired",
+        "refilling",
+        "thread",
+        "fail_seq",
+        "error",
+        "cause",
+        "sizer",
+    )
+
+    def __init__(self, name: str, settings: core.Settings) -> None:
+        self.name = name
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.cur = 1
+        self.last = 0
+        self.trigger = core.NEVER
+        self.cur_first = 1
+        self.cur_from: Tuple[int, int] = (-1, -1)  # (node index, connection generation)
+        self.nxt: Optional[Tuple[int, int, int, int]] = None  # first, last, node, generation
+        self.high = 0  # the largest ID received for this tag
+        self.retired = 0  # IDs of the ranges used up
+        self.refilling = False
+        self.thread: Optional[threading.Thread] = None
+        self.fail_seq = 0
+        self.error: Optional[BaseException] = None
+        self.cause: Optional[BaseException] = None
+        self.sizer = core.Sizer(settings)
+
+
+class Client:
+    """A thread-safe idmint client.
+
+    `next(tag)` hands out segment IDs from a double buffer kept in memory (a lock and an
+    integer increment per call); ranges are fetched from the nodes with `IDMINT.RANGE`, in a
+    background thread once `refill_at` of the current range is used. Every ID a client hands
+    out for a tag is above the previous one. `snowflake()` hands out snowflake IDs from small
+    batches no older than `snowflake_max_age`.
+
+    Arguments:
+        nodes: `redis://` or `rediss://` URLs of the nodes, tried in turn.
+        token: the token sent with AUTH (None: none).
+        target_lifetime: seconds a range should last at the rate seen (sets its size).
+        min_step, max_step: bounds of a range's size.
+        refill_at: fraction of the current range used when the next one is fetched.
+        max_wait: seconds a call waits for IDs when the buffers are empty before `Unavailable`.
+        socket_timeout, connect_timeout: seconds, for every node call.
+        backoff, max_backoff: how long a failed node is avoided (doubling while it fails).
+        probe_interval: when every node is avoided, how often one is tried anyway.
+        snowflake_max_age: seconds after which an unused fetched snowflake is dropped.
+        snowflake_batch: the most snowflakes fetched at once (fewer while demand is low).
+        connection_kwargs: more keyword arguments for redis-py's connections (e.g. TLS files).
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[str],
+        token: Optional[str] = None,
+        *,
+        target_lifetime: float = 3.0,
+        min_step: int = 100,
+        max_step: int = 10_000,
+        refill_at: float = 0.3,
+        max_wait: float = 5.0,
+        socket_timeout: float = 1.0,
+        connect_timeout: float = 1.0,
+        backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        probe_interval: float = 0.5,
+        snowflake_max_age: float = 0.1,
+        snowflake_batch: int = 64,
+        connection_kwargs: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        s = core.Settings(
+            nodes=list(nodes) if not isinstance(nodes, str) else nodes,  # type: ignore[arg-type]
+            token=token,
+            target_lifetime=target_lifetime,
+            min_step=min_step,
+            max_step=max_step,
+            refill_at=refill_at,
+            max_wait=max_wait,
+            socket_timeout=socket_timeout,
+            connect_timeout=connect_timeout,
+            backoff=backoff,
+            max_backoff=max_backoff,
+            probe_interval=probe_interval,
+            snowflake_max_age=snowflake_max_age,
+            snowflake_batch=snowflake_batch,
+            connection_kwargs=dict(connection_kwargs or {}),
+        )
+        s.check()
+        self._s = s
+        self._stats = core.Stats([core.label(u) for u in s.nodes])
+        self._nodes = core.NodeSet(s, self._stats)
+        kwargs = s.pool_kwargs()
+        try:
+            self._conns = [_Node(i, url, kwargs) for i, url in enumerate(s.nodes)]
+        except (ValueError, TypeError) as error:
+            raise core.ConfigError(f"bad node URL or connection option: {error}") from error
+        self._lock = threading.Lock()
+        self._tags: Dict[str, _Tag] = {}
+        self._closing = threading.Event()
+        self._closed = False
+        self._cap = s.max_step  # lowered to the node's --max-count when it refuses more
+        # Snowflakes: a batch, the next index in it, when it was asked for, the last handed out.
+        self._sf_lock = threading.Lock()
+        self._sf: List[int] = []
+        self._sf_i = 0
+        self._sf_at = 0.0
+        self._sf_last = 0
+        self._sf_size = min(8, s.snowflake_batch)
+
+    # ---- segment IDs -------------------------------------------------------------------
+
+    def next(self, tag: str) -> int:
+        """The next segment ID of `tag`, above every ID this client handed out for it."""
+        t = self._tags.get(tag)
+        if t is not None:
+            with t.lock:
+                v = t.cur
+                if v <= t.last:
+                    t.cur = v + 1
+                    if v >= t.trigger:
+                        self._start_refill(t)
+                    return v
+        return self._next_slow(tag)
+
+    def _tag(self, tag: str) -> _Tag:
+        t = self._tags.get(tag)
+        if t is None:
+            if not isinstance(tag, str) or not tag:
+                raise core.ConfigError(f"a tag is a non-empty string, got {tag!r}")
+            with self._lock:
+                t = self._tags.get(tag)
+                if t is None:
+                    t = _Tag(tag, self._s)
+                    self._tags[tag] = t
+        return t
+
+    def _next_slow(self, tag: str) -> int:
+        t = self._tag(tag)
+        deadline: Optional[float] = None
+        with t.cond:
+            seq = t.fail_seq
+            while True:
+                v = t.cur
+                if v <= t.last:
+                    t.cur = v + 1
+                    if v >= t.trigger:
+                        self._start_refill(t)
+                    return v
+                if t.nxt is not None:
+                    self._swap(t)
+                    continue
+                if self._closed:
+                    raise ClientClosed("the client is closed")
+                if t.fail_seq != seq and t.error is not None:
+                    raise t.error
+                self._start_refill(t)
+                now = core.now()
+                if deadline is None:
+                    deadline = now + self._s.max_wait
+                    self._stats.add("refill_waits")
+                if now >= deadline:
+                    self._stats.add("unavailable")
+                    raise Unavailable(
+                        f"no ID of tag {tag!r} within max_wait={self._s.max_wait}s", t.cause
+                    )
+                t.cond.wait(deadline - now)
+
+    def _swap(self, t: _Tag) -> None:
+        """Makes the next range the current one (the current one is used up). Under t.lock."""
+        assert t.nxt is not None
+        first, last, node, gen = t.nxt
+        t.nxt = None
+        t.retired += t.last - t.cur_first + 1
+        t.cur, t.last, t.cur_first, t.cur_from = first, last, first, (node, gen)
+        t.trigger = first + int((last - first + 1) * self._s.refill_at)
+
+    def _start_refill(self, t: _Tag) -> None:
+        """Fetches the next range in the background, unless it is there or on its way. Under
+        t.lock."""
+        t.trigger = core.NEVER
+        if t.refilling or t.nxt is not None or self._closed:
+            return
+        t.refilling = True
+        handed = t.retired + (t.cur - t.cur_first)
+        size = t.sizer.size(handed, core.now(), self._cap)
+        thread = threading.Thread(
+            target=self._refill, args=(t, size, t.high), name=f"idmint-refill-{t.name}", daemon=True
+        )
+        t.thread = thread
+        self._stats.add("refills")
+        thread.start()
+
+    def _refill(self, t: _Tag, size: int, above: int) -> None:
+        try:
+            first, last, node, gen = self._failover(
+                lambda n: self._take_range(n, t.name, size, above), None, t
+            )
+        except BaseException as error:
+            if not isinstance(error, IdmintError):
+                error = IdmintError(f"refill failed: {type(error).__name__}: {error}")
+            with t.cond:
+                t.error = error
+                t.fail_seq += 1
+                t.refilling = False
+                t.cond.notify_all()
+            self._stats.add("refill_failures")
+            return
+        self._stats.add("ranges_fetched")
+        self._stats.add("ids_fetched", last - first + 1)
+        with t.cond:
+            t.high = last
+            t.nxt = (first, last, node, gen)
+            t.refilling = False
+            if t.cur > t.last:
+                self._swap(t)
+            t.cond.notify_all()
+
+    def _take_range(self, node: _Node, tag: str, size: int, above: int) -> Tuple[int, int, int, int]:
+        reply, gen, _ = self._counted(node, lambda n: core.range_command(tag, n, above), size)
+        first, last = core.parse_range(reply, above)
+        return first, last, node.index, gen
+
+    def _counted(
+        self, node: _Node, command: Callable[[int], Sequence[Any]], count: int
+    ) -> Tuple[Any, int, int]:
+        """Sends a command that asks for `count` IDs, asking again for fewer when the node's
+        `--max-count` is lower (remembered for the next calls)."""
+        count = max(1, min(count, self._cap))
+        try:
+            reply, gen = node.call(*command(count))
+        except redis.exceptions.ResponseError as error:
+            limit = core.count_limit(error)
+            if limit is None or limit < 1 or limit >= count:
+                raise
+            self._cap = limit
+            count = limit
+            reply, gen = node.call(*command(count))
+        return reply, gen, count
+
+    # ---- failover ----------------------------------------------------------------------
+
+    def _failover(self, op: Callable[[_Node], T], deadline: Optional[float], t: Any) -> T:
+        """Runs `op` on the nodes in turn until one answers. Raises the typed error of a fatal
+        answer at once; AuthError when the nodes that answered all refused the token;
+        Unavailable past `deadline` (None: until the client is closed). `t.cause` (when `t` is
+        given) keeps the last failure."""
+        cause: Optional[BaseException] = None
+        while True:
+            if self._closing.is_set():
+                raise ClientClosed("the client is closed")
+            now = core.now()
+            if deadline is not None and now >= deadline:
+                self._stats.add("unavailable")
+                raise Unavailable("no node answered in time", cause)
+            order, wait = self._nodes.plan(now)
+            if wait > 0:
+                if deadline is not None:
+                    wait = min(wait, deadline - now)
+                self._closing.wait(wait)
+                continue
+            auth: Optional[BaseException] = None
+            for index in order:
+                if self._closing.is_set():
+                    raise ClientClosed("the client is closed")
+                self._stats.add("node_attempts")
+                try:
+                    result = op(self._conns[index])
+                except BaseException as error:
+                    kind, typed = core.classify(error)
+                    if kind == core.FATAL or kind == core.RESIZE:
+                        raise (typed or IdmintError(str(error))) from error
+                    cause = error
+                    if t is not None:
+                        t.cause = error
+                    self._nodes.failed(index, core.now())
+                    if kind == core.AUTH:
+                        auth = typed
+                    continue
+                self._nodes.worked(index)
+                return result
+            if auth is not None:
+                raise auth
+
+    # ---- snowflakes --------------------------------------------------------------------
+
+    def snowflake(self) -> int:
+        """One snowflake ID, above every snowflake this client handed out."""
+        return self.snowflakes(1)[0]
+
+    def snowflakes(self, n: int) -> List[int]:
+        """`n` snowflake IDs, ascending, above every snowflake this client handed out."""
+        if n < 1:
+            raise core.ConfigError("n must be at least 1")
+        out: List[int] = []
+        deadline = core.now() + self._s.max_wait
+        with self._sf_lock:
+            while True:
+                batch, i = self._sf, self._sf_i
+                if i < len(batch):
+                    if core.now() - self._sf_at <= self._s.snowflake_max_age:
+                        last = self._sf_last
+                        while i < len(batch) and len(out) < n:
+                            v = batch[i]
+                            i += 1
+                            if v > last:
+                                out.append(v)
+                                last = v
+                            else:
+                                self._stats.add("snowflakes_dropped")
+                        self._sf_i, self._sf_last = i, last
+                        if len(out) == n:
+                            return out
+                        continue
+                    # Too old to be handed out: drop it, and ask for fewer next time.
+                    self._stats.add("snowflakes_expired", len(batch) - i)
+                    self._sf_size = max(1, self._sf_size // 2)
+                elif batch:
+                    # Used up in time: ask for more next time.
+                    self._sf_size = min(self._s.snowflake_batch, self._sf_size * 2)
+                self._sf, self._sf_i = [], 0
+                if self._closed:
+                    raise ClientClosed("the client is closed")
+                want = min(max(self._sf_size, n - len(out)), self._cap)
+                self._fetch_snowflakes(want, deadline)
+
+    def _fetch_snowflakes(self, count: int, deadline: float) -> None:
+        def op(node: _Node) -> List[int]:
+            reply, _, asked = self._counted(node, lambda n: ("IDMINT.SNOWFLAKE", "COUNT", n), count)
+            return core.parse_ids(reply, asked)
+
+        asked = core.now()
+        ids = self._failover(op, deadline, None)
+        self._stats.add("snowflake_batches")
+        self._stats.add("snowflakes_fetched", len(ids))
+        self._sf, self._sf_i, self._sf_at = ids, 0, asked
+
+    # ---- the rest ----------------------------------------------------------------------
+
+    def stats(self) -> Dict[str, Any]:
+        """The client's counters (a copy)."""
+        out = self._stats.snapshot()
+        out["current_node"] = self._nodes.current()
+        out["tags"] = len(self._tags)
+        return out
+
+    def close(self) -> None:
+        """Stops the background refills, gives the unused tails of the ranges back
+        (`IDMINT.GIVEBACK`, best effort) and closes the connections. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._closing.set()
+        tags = list(self._tags.values())
+        threads = []
+        for t in tags:
+            with t.cond:
+                t.cond.notify_all()
+                if t.thread is not None:
+                    threads.append(t.thread)
+        budget = self._s.socket_timeout + self._s.connect_timeout + 1.0
+        for thread in threads:
+            thread.join(budget)
+        for t in tags:
+            with t.cond:
+                tail = _unused_tail(t)
+                t.cur, t.last, t.nxt, t.trigger = 1, 0, None, core.NEVER
+                t.cond.notify_all()
+            if tail is not None:
+                self._give_back(t.name, *tail)
+        for node in self._conns:
+            node.close()
+
+    def _give_back(self, tag: str, first: int, last: int, index: int, gen: int) -> None:
+        try:
+            reply, _ = self._conns[index].call("IDMINT.GIVEBACK", tag, first, last, generation=gen)
+        except Exception:
+            reply = None
+        if reply == 1:
+            self._stats.add("given_back_ranges")
+            self._stats.add("given_back_ids", last - first + 1)
+        else:
+            self._stats.add("giveback_refused")
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<idmint_client.Client nodes={[n.label for n in self._nodes.nodes]}>"
+
+
+def _unused_tail(t: Any) -> Optional[Tuple[int, int, int, int]]:
+    """What of a tag's buffers can go back: the unused IDs at the end of what was taken last on
+    one connection, as (first, last, node, generation). The node takes back only the end of
+    the last runs that connection took: the next range, joined to the current one's rest when
+    they are contiguous from the same connection; else the current range's rest."""
+    rest = (t.cur, t.last) if t.cur <= t.last else None
+    if t.nxt is not None:
+        first, last, node, gen = t.nxt
+        if rest is not None and t.cur_from == (node, gen) and rest[1] + 1 == first:
+            return rest[0], last, node, gen
+        return first, last, node, gen
+    if rest is not None and t.cur_from[0] >= 0:
+        return rest[0], rest[1], t.cur_from[0], t.cur_from[1]
+    return None

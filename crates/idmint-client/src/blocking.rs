@@ -1,0 +1,111 @@
+//! The client for programs without a tokio runtime: it brings one thread of its own for the
+//! background refills and blocks the caller only when no ID is in memory.
+
+use std::time::Duration;
+
+use tokio::runtime::{Builder, Runtime};
+
+use crate::client::{next_slow, Client, TagIds};
+use crate::config::ClientConfig;
+use crate::error::{Error, Result};
+use crate::stats::ClientStats;
+
+/// A [`Client`] with blocking methods. Thread safe; share it (or clone its handles) across
+/// threads. Its methods must not be called from inside an async task (they block the thread).
+/// Dropping it gives unused IDs back, waiting at most `max_wait` (drop it outside async code
+/// too).
+pub struct BlockingClient {
+    client: Client,
+    runtime: Runtime,
+    max_wait: Duration,
+}
+
+/// One tag's IDs, blocking: see [`TagIds`].
+#[derive(Clone, Debug)]
+pub struct BlockingTagIds {
+    ids: TagIds,
+    runtime: tokio::runtime::Handle,
+}
+
+impl BlockingTagIds {
+    /// The next ID of the tag, from memory nearly always.
+    #[inline]
+    pub fn next(&self) -> Result<u64> {
+        match self.ids.try_next() {
+            Some(id) => Ok(id),
+            None => self.runtime.block_on(next_slow(self.ids.buffer())),
+        }
+    }
+}
+
+impl BlockingClient {
+    /// A client of `config.nodes` with its own runtime thread. Opens no connection yet.
+    pub fn new(config: ClientConfig) -> Result<Self> {
+        let runtime = Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("idmint-client")
+            .enable_all()
+            .build()
+            .map_err(|e| Error::Config(format!("cannot start the client's runtime: {e}")))?;
+        let max_wait = config.max_wait;
+        let client = Client::on(config, runtime.handle().clone())?;
+        Ok(Self {
+            client,
+            runtime,
+            max_wait,
+        })
+    }
+
+    fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// The next segment ID of `tag`; see [`Client::next`].
+    pub fn next(&self, tag: &str) -> Result<u64> {
+        let ids = self.client.tag(tag)?;
+        match ids.try_next() {
+            Some(id) => Ok(id),
+            None => self.block_on(next_slow(ids.buffer())),
+        }
+    }
+
+    /// A handle on `tag` for drawing many IDs.
+    pub fn tag(&self, tag: &str) -> Result<BlockingTagIds> {
+        Ok(BlockingTagIds {
+            ids: self.client.tag(tag)?,
+            runtime: self.runtime.handle().clone(),
+        })
+    }
+
+    /// One snowflake; see [`Client::snowflake`].
+    pub fn snowflake(&self) -> Result<u64> {
+        self.block_on(self.client.snowflake())
+    }
+
+    /// `n` snowflakes, increasing; see [`Client::snowflakes`].
+    pub fn snowflakes(&self, n: usize) -> Result<Vec<u64>> {
+        self.block_on(self.client.snowflakes(n))
+    }
+
+    /// The client's counters.
+    pub fn stats(&self) -> ClientStats {
+        self.client.stats()
+    }
+
+    /// Gives unused IDs back and stops; see [`Client::close`].
+    pub fn close(&self) -> usize {
+        let wait = self.max_wait;
+        self.block_on(async {
+            tokio::time::timeout(wait, self.client.close())
+                .await
+                .unwrap_or(0)
+        })
+    }
+}
+
+impl Drop for BlockingClient {
+    /// Gives unused IDs back (at most `max_wait`); the runtime stops after.
+    fn drop(&mut self) {
+        self.close();
+    }
+}

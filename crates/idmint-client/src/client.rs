@@ -1,0 +1,242 @@
+//! The async client.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use arc_swap::ArcSwap;
+use idmint_core::{Clock, SegmentBuffer, SegmentConfig, SystemClock, Tag};
+use tokio::runtime::Handle;
+use tokio::time::Instant;
+
+use crate::config::ClientConfig;
+use crate::error::{Error, Result};
+use crate::nodes::Nodes;
+use crate::remote_ranges::RemoteRanges;
+use crate::snowflakes::Snowflakes;
+use crate::stats::ClientStats;
+
+/// A client of idmint nodes that hands IDs out of its own memory.
+///
+/// Segment IDs come from a double buffer per tag (idmint-core's [`SegmentBuffer`], the one a
+/// node runs over its store) filled from the nodes in the background, so `next` is an atomic
+/// add nearly every time; snowflakes come from small batches that never get older than the
+/// configured bound. Cheap to clone (an `Arc`); every method may be called from any thread.
+///
+/// Build it inside a tokio runtime: its background refills run there. For programs without
+/// one, [`BlockingClient`](crate::BlockingClient) brings its own.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: ClientConfig,
+    nodes: Arc<Nodes>,
+    ranges: Arc<RemoteRanges>,
+    clock: Arc<dyn Clock>,
+    runtime: Handle,
+    /// The tags' buffers: read without a lock on every call; a new tag copies the map.
+    buffers: ArcSwap<HashMap<Box<str>, Arc<SegmentBuffer>>>,
+    adding: Mutex<()>,
+    snowflakes: Snowflakes,
+    closed: AtomicBool,
+}
+
+/// One tag's IDs, for a loop that draws many: no lookup by name per call.
+#[derive(Clone, Debug)]
+pub struct TagIds {
+    buffer: Arc<SegmentBuffer>,
+}
+
+impl TagIds {
+    /// The next ID of the tag: from memory, or after waiting (at most `max_wait`) for a range.
+    pub async fn next(&self) -> Result<u64> {
+        match self.buffer.try_next() {
+            Some(id) => Ok(id),
+            None => next_slow(&self.buffer).await,
+        }
+    }
+
+    /// The next ID if one is in memory, without waiting (a refill is started otherwise).
+    #[inline]
+    pub fn try_next(&self) -> Option<u64> {
+        self.buffer.try_next()
+    }
+
+    /// The tag.
+    pub fn tag(&self) -> &str {
+        self.buffer.tag().as_str()
+    }
+
+    pub(crate) fn buffer(&self) -> &Arc<SegmentBuffer> {
+        &self.buffer
+    }
+}
+
+/// The wait for a range, with the buffer's error as the caller should see it.
+pub(crate) async fn next_slow(buffer: &SegmentBuffer) -> Result<u64> {
+    let started = Instant::now();
+    if buffer.is_shut_down() {
+        return Err(Error::Closed);
+    }
+    buffer
+        .next()
+        .await
+        .map_err(|e| Error::from_core(e, started.elapsed()))
+}
+
+impl Client {
+    /// A client of `config.nodes`. Opens no connection yet (the first call does); must be
+    /// called inside a tokio runtime.
+    pub fn new(config: ClientConfig) -> Result<Self> {
+        let runtime = Handle::try_current().map_err(|_| {
+            Error::Config("Client::new needs a tokio runtime; use BlockingClient without one".into())
+        })?;
+        Self::on(config, runtime)
+    }
+
+    /// A client whose background work runs on `runtime`.
+    pub(crate) fn on(config: ClientConfig, runtime: Handle) -> Result<Self> {
+        config.validate()?;
+        let nodes = Arc::new(Nodes::new(&config)?);
+        let ranges = Arc::new(RemoteRanges::new(nodes.clone(), config.max_wait));
+        let snowflakes = Snowflakes::new(
+            config.snowflake_batch,
+            config.snowflake_max_age,
+            config.max_wait,
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                nodes,
+                ranges,
+                clock: Arc::new(SystemClock::new()),
+                runtime,
+                buffers: ArcSwap::from_pointee(HashMap::new()),
+                adding: Mutex::new(()),
+                snowflakes,
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// The next segment ID of `tag`: strictly above every ID this client handed out for it
+    /// before, unique across every client and node.
+    pub async fn next(&self, tag: &str) -> Result<u64> {
+        let buffer = self.buffer(tag)?;
+        match buffer.try_next() {
+            Some(id) => Ok(id),
+            None => next_slow(&buffer).await,
+        }
+    }
+
+    /// A handle on `tag` for drawing many IDs (skips the lookup by name).
+    pub fn tag(&self, tag: &str) -> Result<TagIds> {
+        Ok(TagIds {
+            buffer: self.buffer(tag)?,
+        })
+    }
+
+    /// One snowflake, taken from a batch no older than `snowflake_max_age`.
+    pub async fn snowflake(&self) -> Result<u64> {
+        let ids = self.snowflakes(1).await?;
+        ids.first().copied().ok_or(Error::Closed)
+    }
+
+    /// `n` snowflakes, increasing.
+    pub async fn snowflakes(&self, n: usize) -> Result<Vec<u64>> {
+        self.check_open()?;
+        self.inner.snowflakes.take(&self.inner.nodes, n).await
+    }
+
+    /// The client's counters.
+    pub fn stats(&self) -> ClientStats {
+        self.inner.nodes.stats.snapshot()
+    }
+
+    /// Stops handing out IDs and gives every tag's unused IDs back to the node that handed
+    /// them out, where it can still take them (nothing taken there since). Returns how many
+    /// tags gave back. Later calls fail with [`Error::Closed`].
+    pub async fn close(&self) -> usize {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return 0;
+        }
+        let buffers: Vec<_> = self.inner.buffers.load().values().cloned().collect();
+        let mut given = 0;
+        for buffer in buffers {
+            match buffer.shutdown().await {
+                Ok(true) => given += 1,
+                Ok(false) => {}
+                Err(error) => tracing::debug!(%error, "idmint client: give-back failed"),
+            }
+        }
+        given
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.inner.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// The buffer of `tag`, made on first use.
+    #[inline]
+    fn buffer(&self, tag: &str) -> Result<Arc<SegmentBuffer>> {
+        if let Some(buffer) = self.inner.buffers.load().get(tag) {
+            return Ok(buffer.clone());
+        }
+        self.add_buffer(tag)
+    }
+
+    #[cold]
+    fn add_buffer(&self, name: &str) -> Result<Arc<SegmentBuffer>> {
+        self.check_open()?;
+        let tag = Tag::new(name).map_err(|source| Error::Refused { source })?;
+        let _adding = self.inner.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = self.inner.buffers.load_full();
+        if let Some(buffer) = current.get(name) {
+            return Ok(buffer.clone());
+        }
+        let config = &self.inner.config;
+        let segment = SegmentConfig {
+            min_step: config.min_step,
+            max_step: config.max_step,
+            target_lifetime: config.target_lifetime,
+            prefetch_at: config.prefetch_at,
+            max_wait: config.max_wait,
+        };
+        let buffer = SegmentBuffer::with_source(
+            tag,
+            self.inner.ranges.clone(),
+            self.inner.clock.clone(),
+            segment,
+            self.inner.runtime.clone(),
+        );
+        let mut map = HashMap::clone(&current);
+        map.insert(name.into(), buffer.clone());
+        self.inner.buffers.store(Arc::new(map));
+        Ok(buffer)
+    }
+}
+
+impl Drop for Inner {
+    /// A client dropped without [`Client::close`] still gives its unused IDs back, in the
+    /// background, if its runtime is still running.
+    fn drop(&mut self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let buffers: Vec<_> = self.buffers.load().values().cloned().collect();
+        if buffers.is_empty() {
+            return;
+        }
+        // Detached: nobody waits for it.
+        drop(self.runtime.spawn(async move {
+            for buffer in buffers {
+                let _ = buffer.shutdown().await;
+            }
+        }));
+    }
+}

@@ -1,0 +1,51 @@
+//! A client of idmint nodes that hands IDs out of its own memory and fails over between
+//! nodes.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), idmint_client::Error> {
+//! use idmint_client::{Client, ClientConfig};
+//! let ids = Client::new(ClientConfig::new(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379"]))?;
+//! let order_id = ids.next("orders").await?; // from memory nearly always
+//! let event_id = ids.snowflake().await?;
+//! # let _ = (order_id, event_id);
+//! ids.close().await; // gives unused IDs back
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # What it promises
+//!
+//! - **Unique, always.** Every ID comes from a range or batch a node handed out once; the
+//!   client never makes one up. When no node can serve within `max_wait` a call fails with
+//!   [`Error::Unavailable`].
+//! - **Increasing per client.** A tag's IDs from one client strictly increase, across
+//!   failovers too (each range is asked for above the last: `IDMINT.RANGE tag n ABOVE id`),
+//!   and so do its snowflakes. Across clients they only trend upwards: each holds its own
+//!   range.
+//! - **What a crash loses.** A client process that dies loses the IDs it held (at most two
+//!   ranges per tag): never reissued, a gap. A client closed or dropped gives them back
+//!   where the node can still take them.
+//!
+//! # How
+//!
+//! Segment IDs: idmint-core's [`SegmentBuffer`](idmint_core::SegmentBuffer), the lock-free
+//! double buffer a node runs over its store, here over the nodes (`remote_ranges`). The range
+//! size follows the rate so a range lasts about `target_lifetime`. Snowflakes: batches of
+//! `snowflake_batch` that are dropped once older than `snowflake_max_age` (`snowflakes`).
+//! Failover and back-off: `nodes`. Counters: [`ClientStats`] and the `metrics` facade
+//! (`stats`).
+
+mod blocking;
+mod client;
+mod config;
+mod error;
+mod nodes;
+mod remote_ranges;
+mod snowflakes;
+mod stats;
+
+pub use blocking::{BlockingClient, BlockingTagIds};
+pub use client::{Client, TagIds};
+pub use config::ClientConfig;
+pub use error::{Error, Result};
+pub use stats::ClientStats;

@@ -1,0 +1,106 @@
+//! Snowflakes in small batches that never get old.
+//!
+//! A snowflake carries the time it was made, and its use is to sort by it; a batch kept for
+//! long would hand out IDs whose time lies in the past. So a batch is thrown away unused once
+//! it is older than `snowflake_max_age` (counted from when it was asked for), and a call that
+//! finds none fresh asks a node for a new one. Snowflakes one client hands out strictly
+//! increase: any ID not above the last one handed out (a batch from another node whose clock
+//! or worker ID sorts lower) is skipped.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::nodes::Nodes;
+
+/// The batch in hand.
+pub(crate) struct Snowflakes {
+    batch_size: u64,
+    max_age: Duration,
+    max_wait: Duration,
+    held: Mutex<Held>,
+    /// One request for a batch at a time: callers that find the batch empty wait for it.
+    asking: tokio::sync::Mutex<()>,
+}
+
+#[derive(Default)]
+struct Held {
+    ids: VecDeque<u64>,
+    asked_at: Option<Instant>,
+    last: u64,
+}
+
+impl Held {
+    /// Moves up to `n - out.len()` fresh IDs into `out`.
+    fn take(&mut self, n: usize, max_age: Duration, out: &mut Vec<u64>) {
+        if self.asked_at.is_none_or(|at| at.elapsed() > max_age) {
+            self.ids.clear();
+        }
+        while out.len() < n {
+            let Some(id) = self.ids.pop_front() else {
+                break;
+            };
+            if id > self.last {
+                self.last = id;
+                out.push(id);
+            }
+        }
+    }
+}
+
+impl Snowflakes {
+    pub(crate) fn new(batch_size: u64, max_age: Duration, max_wait: Duration) -> Self {
+        Self {
+            batch_size,
+            max_age,
+            max_wait,
+            held: Mutex::new(Held::default()),
+            asking: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `n` snowflakes, increasing, none older than the bound.
+    pub(crate) async fn take(&self, nodes: &Nodes, n: usize) -> Result<Vec<u64>> {
+        let started = Instant::now();
+        let mut out = Vec::with_capacity(n);
+        self.held().take(n, self.max_age, &mut out);
+        while out.len() < n {
+            let _asking = self.asking.lock().await;
+            self.held().take(n, self.max_age, &mut out);
+            if out.len() == n {
+                break;
+            }
+            let Some(left) = self.max_wait.checked_sub(started.elapsed()) else {
+                return Err(unavailable(started, "no fresh snowflake batch in time"));
+            };
+            let want = self.batch_size.max((n - out.len()) as u64);
+            let mut cmd = redis::cmd("IDMINT.SNOWFLAKE");
+            cmd.arg("COUNT").arg(want);
+            let asked_at = Instant::now();
+            let (_, ids) = nodes
+                .call::<Vec<u64>>(&cmd, left)
+                .await
+                .map_err(|e| Error::from_core(e, started.elapsed()))?;
+            nodes.stats.snowflake_batch();
+            let mut held = self.held();
+            held.ids = ids.into();
+            held.asked_at = Some(asked_at);
+            held.take(n, self.max_age, &mut out);
+        }
+        Ok(out)
+    }
+}
+
+fn unavailable(started: Instant, why: &str) -> Error {
+    Error::Unavailable {
+        waited: started.elapsed(),
+        source: idmint_core::Error::store_unavailable(why),
+    }
+}
