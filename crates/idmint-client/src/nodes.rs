@@ -181,6 +181,10 @@ impl Nodes {
                 return Err(self.node_failed(i, CoreError::store_unavailable(message)));
             }
         };
+        if error.kind() == redis::ErrorKind::AuthenticationFailed {
+            let message = format!("{} refused the token: {error}", node.address);
+            return Err(Failure::Refused(CoreError::store_invalid(message).caused_by(error)));
+        }
         match error.code().map(str::to_owned).as_deref() {
             Some("TRYAGAIN") => {
                 let message = format!("{} is unavailable", node.address);

@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks, store sets. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks, store sets. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -13,6 +13,7 @@ mod id_space;
 mod layout_end;
 #[path = "../shared/own_redis.rs"]
 mod own_redis;
+mod sdk;
 mod security;
 mod serve;
 mod starting;
