@@ -337,10 +337,16 @@ class Client:
                 raise Unavailable("no node answered in time", cause)
             order, wait = self._nodes.plan(now)
             if wait > 0:
+                # Every node is avoided: probe the one whose back-off ends first, after at
+                # most probe_interval (then straight on, whatever its back-off says).
                 if deadline is not None:
                     wait = min(wait, deadline - now)
                 self._closing.wait(wait)
-                continue
+                if self._closing.is_set():
+                    raise ClientClosed("the client is closed")
+                if deadline is not None and core.now() >= deadline:
+                    self._stats.add("unavailable")
+                    raise Unavailable("no node answered in time", cause)
             auth: Optional[BaseException] = None
             for index in order:
                 if self._closing.is_set():
