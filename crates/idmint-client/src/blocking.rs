@@ -62,11 +62,11 @@ impl BlockingClient {
 
     /// The next segment ID of `tag`; see [`Client::next`].
     pub fn next(&self, tag: &str) -> Result<u64> {
-        let ids = self.client.tag(tag)?;
-        match ids.try_next() {
-            Some(id) => Ok(id),
-            None => self.block_on(next_slow(ids.buffer())),
+        if let Some(id) = self.client.try_next(tag) {
+            return Ok(id);
         }
+        let ids = self.client.tag(tag)?;
+        self.block_on(next_slow(ids.buffer()))
     }
 
     /// A handle on `tag` for drawing many IDs.

@@ -37,11 +37,16 @@ struct Inner {
     clock: Arc<dyn Clock>,
     runtime: Handle,
     /// The tags' buffers: read without a lock on every call; a new tag copies the map.
-    buffers: ArcSwap<HashMap<Box<str>, Arc<SegmentBuffer>>>,
+    buffers: ArcSwap<Buffers>,
     adding: Mutex<()>,
     snowflakes: Snowflakes,
     closed: AtomicBool,
 }
+
+/// The buffers by tag name. foldhash: a tag name is hashed on every `next(tag)`, and SipHash
+/// (the standard map's, made to resist collision flooding) would cost more than the rest of the
+/// call; the names come from the program, not from an attacker.
+type Buffers = HashMap<Box<str>, Arc<SegmentBuffer>, foldhash::fast::RandomState>;
 
 /// One tag's IDs, for a loop that draws many: no lookup by name per call.
 #[derive(Clone, Debug)]
@@ -113,7 +118,7 @@ impl Client {
                 ranges,
                 clock: Arc::new(SystemClock::new()),
                 runtime,
-                buffers: ArcSwap::from_pointee(HashMap::new()),
+                buffers: ArcSwap::from_pointee(Buffers::default()),
                 adding: Mutex::new(()),
                 snowflakes,
                 closed: AtomicBool::new(false),
@@ -124,11 +129,17 @@ impl Client {
     /// The next segment ID of `tag`: strictly above every ID this client handed out for it
     /// before, unique across every client and node.
     pub async fn next(&self, tag: &str) -> Result<u64> {
-        let buffer = self.buffer(tag)?;
-        match buffer.try_next() {
-            Some(id) => Ok(id),
-            None => next_slow(&buffer).await,
+        if let Some(id) = self.try_next(tag) {
+            return Ok(id);
         }
+        let buffer = self.buffer(tag)?;
+        next_slow(&buffer).await
+    }
+
+    /// The next ID of `tag` if one is in memory: no waiting, no reference count touched.
+    #[inline]
+    pub(crate) fn try_next(&self, tag: &str) -> Option<u64> {
+        self.inner.buffers.load().get(tag)?.try_next()
     }
 
     /// A handle on `tag` for drawing many IDs (skips the lookup by name).
@@ -214,7 +225,7 @@ impl Client {
             segment,
             self.inner.runtime.clone(),
         );
-        let mut map = HashMap::clone(&current);
+        let mut map = Buffers::clone(&current);
         map.insert(name.into(), buffer.clone());
         self.inner.buffers.store(Arc::new(map));
         Ok(buffer)
