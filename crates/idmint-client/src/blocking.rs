@@ -16,7 +16,9 @@ use crate::stats::ClientStats;
 /// too).
 pub struct BlockingClient {
     client: Client,
-    runtime: Runtime,
+    /// Taken only in `drop`.
+    runtime: Option<Runtime>,
+    handle: tokio::runtime::Handle,
     max_wait: Duration,
 }
 
@@ -48,16 +50,18 @@ impl BlockingClient {
             .build()
             .map_err(|e| Error::Config(format!("cannot start the client's runtime: {e}")))?;
         let max_wait = config.max_wait;
-        let client = Client::on(config, runtime.handle().clone())?;
+        let handle = runtime.handle().clone();
+        let client = Client::on(config, handle.clone())?;
         Ok(Self {
             client,
-            runtime,
+            runtime: Some(runtime),
+            handle,
             max_wait,
         })
     }
 
     fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
-        self.runtime.block_on(future)
+        self.handle.block_on(future)
     }
 
     /// The next segment ID of `tag`; see [`Client::next`].
@@ -73,7 +77,7 @@ impl BlockingClient {
     pub fn tag(&self, tag: &str) -> Result<BlockingTagIds> {
         Ok(BlockingTagIds {
             ids: self.client.tag(tag)?,
-            runtime: self.runtime.handle().clone(),
+            runtime: self.handle.clone(),
         })
     }
 
@@ -104,8 +108,16 @@ impl BlockingClient {
 }
 
 impl Drop for BlockingClient {
-    /// Gives unused IDs back (at most `max_wait`); the runtime stops after.
+    /// Gives unused IDs back (at most `max_wait`); the runtime stops after. Dropped inside
+    /// async code, where it must not block, it gives nothing back and lets its runtime go
+    /// without waiting.
     fn drop(&mut self) {
+        if tokio::runtime::Handle::try_current().is_ok() {
+            if let Some(runtime) = self.runtime.take() {
+                runtime.shutdown_background();
+            }
+            return;
+        }
         self.close();
     }
 }

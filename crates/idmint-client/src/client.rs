@@ -48,7 +48,8 @@ struct Inner {
 /// call; the names come from the program, not from an attacker.
 type Buffers = HashMap<Box<str>, Arc<SegmentBuffer>, foldhash::fast::RandomState>;
 
-/// One tag's IDs, for a loop that draws many: no lookup by name per call.
+/// One tag's IDs, for a loop that draws many: no lookup by name per call. It draws from the
+/// client's buffer of the tag, so it stops (with [`Error::Closed`]) once the client is closed.
 #[derive(Clone, Debug)]
 pub struct TagIds {
     buffer: Arc<SegmentBuffer>,
@@ -96,7 +97,9 @@ impl Client {
     /// called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Result<Self> {
         let runtime = Handle::try_current().map_err(|_| {
-            Error::Config("Client::new needs a tokio runtime; use BlockingClient without one".into())
+            Error::Config(
+                "Client::new needs a tokio runtime; use BlockingClient without one".into(),
+            )
         })?;
         Self::on(config, runtime)
     }
@@ -170,16 +173,29 @@ impl Client {
     /// them out, where it can still take them (nothing taken there since). Returns how many
     /// tags gave back. Later calls fail with [`Error::Closed`].
     pub async fn close(&self) -> usize {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
-            return 0;
-        }
-        let buffers: Vec<_> = self.inner.buffers.load().values().cloned().collect();
+        let buffers: Vec<_> = {
+            let _adding = self.inner.adding();
+            if self.inner.closed.swap(true, Ordering::AcqRel) {
+                return 0;
+            }
+            self.inner.buffers.load().values().cloned().collect()
+        };
+        // Every tag at once: a node that hangs costs one wait, not one per tag.
+        let closing: Vec<_> = buffers
+            .into_iter()
+            .map(|buffer| {
+                self.inner
+                    .runtime
+                    .spawn(async move { buffer.shutdown().await })
+            })
+            .collect();
         let mut given = 0;
-        for buffer in buffers {
-            match buffer.shutdown().await {
-                Ok(true) => given += 1,
-                Ok(false) => {}
-                Err(error) => tracing::debug!(%error, "idmint client: give-back failed"),
+        for closed in closing {
+            match closed.await {
+                Ok(Ok(true)) => given += 1,
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => tracing::debug!(%error, "idmint client: give-back failed"),
+                Err(error) => tracing::debug!(%error, "idmint client: give-back did not finish"),
             }
         }
         given
@@ -205,7 +221,9 @@ impl Client {
     fn add_buffer(&self, name: &str) -> Result<Arc<SegmentBuffer>> {
         self.check_open()?;
         let tag = Tag::new(name).map_err(|source| Error::Refused { source })?;
-        let _adding = self.inner.adding.lock().unwrap_or_else(PoisonError::into_inner);
+        let _adding = self.inner.adding();
+        // Checked again under the lock `close` takes: no buffer is added after its snapshot.
+        self.check_open()?;
         let current = self.inner.buffers.load_full();
         if let Some(buffer) = current.get(name) {
             return Ok(buffer.clone());
@@ -229,6 +247,22 @@ impl Client {
         map.insert(name.into(), buffer.clone());
         self.inner.buffers.store(Arc::new(map));
         Ok(buffer)
+    }
+}
+
+impl Inner {
+    fn adding(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.adding.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("nodes", &self.inner.config.nodes)
+            .field("tags", &self.inner.buffers.load().len())
+            .field("closed", &self.inner.closed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
     }
 }
 

@@ -180,7 +180,9 @@ mod tests {
 
     #[test]
     fn defaults_pass_and_each_bad_field_is_named() {
-        assert!(ClientConfig::new(["redis://127.0.0.1:6379"]).validate().is_ok());
+        assert!(ClientConfig::new(["redis://127.0.0.1:6379"])
+            .validate()
+            .is_ok());
         let base = || ClientConfig::new(["redis://127.0.0.1:6379"]);
         for (config, field) in [
             (ClientConfig::new(Vec::<String>::new()), "nodes"),
@@ -192,7 +194,10 @@ mod tests {
                 base().with_backoff(Duration::from_secs(2), Duration::from_secs(1)),
                 "max_backoff",
             ),
-            (base().with_snowflakes(0, Duration::from_millis(5)), "snowflake_batch"),
+            (
+                base().with_snowflakes(0, Duration::from_millis(5)),
+                "snowflake_batch",
+            ),
         ] {
             let error = config.validate().err().map(|e| e.to_string());
             assert!(

@@ -31,7 +31,7 @@ pub enum Error {
 
     /// A node refused the request: a bad tag name, a token that does not allow it, a node's
     /// tag cap. Not retryable without a change.
-    #[error("refused by idmint: {source}")]
+    #[error("{source}")]
     Refused {
         /// The node's answer.
         #[source]

@@ -3,13 +3,18 @@
 //! A request goes to the node that answered last (so a client stays where it is), then to the
 //! others in order. A node that fails (no connection, a timeout, a dropped connection, or
 //! `-TRYAGAIN`: its store is unavailable) is avoided for a back-off period that doubles at
-//! each further failure and resets when it answers. When every node is avoided, the one whose
-//! back-off ends first is tried anyway, after a short pause: a client never sits idle while
-//! a node might answer.
+//! each further failure (failures of requests that were in flight together count once) and
+//! resets when it answers. When every node is avoided, only the one whose back-off ends first
+//! is tried, after a short pause: a client never sits idle while a node might answer, and
+//! never hammers a cluster that is down.
 //!
-//! A node's refusal (`-ERR`, `-NOAUTH`, `-WRONGPASS`) is not a failure of the node: another
-//! node is tried, but when every node refused in the same round the refusal is the answer at
-//! once, without waiting out `max_wait` for a configuration error.
+//! A node's refusal is not a failure of the node: another node is tried, but when every node
+//! refused in the same round the refusal is the answer at once, without waiting out
+//! `max_wait` for a configuration error. Refusals are the answers no retry changes: a wrong
+//! token (`-WRONGPASS`, `-NOAUTH`, `-NOPERM`), a bad tag or count, a used-up tag, a node's tag
+//! cap, a command the node does not know. Any other error (`-ERR max number of clients
+//! reached`, a dropped connection) is the node's failure. The token is sent with `AUTH` as a
+//! connection's first command rather than in the handshake, so its answer keeps its code.
 //!
 //! A request whose node died while it was in flight may or may not have been served there. It
 //! is sent again to the next node: a range the dead node handed out is lost (a gap, never
@@ -44,6 +49,8 @@ struct Node {
     /// Its address without credentials, for logs and metric labels.
     address: String,
     client: RedisClient,
+    /// Sent with `AUTH` as each connection's first command.
+    token: Option<String>,
     /// One multiplexed connection, opened on first use and after a failure. Every request to
     /// the node goes over it, so `IDMINT.GIVEBACK` reaches the connection that took the range.
     connection: tokio::sync::Mutex<Option<MultiplexedConnection>>,
@@ -136,103 +143,152 @@ impl Nodes {
         i: usize,
         cmd: &redis::Cmd,
     ) -> Result<T, CoreError> {
-        self.try_node(i, cmd).await.map_err(|failure| match failure {
-            Failure::Node(error) | Failure::Refused(error) => error,
-        })
+        self.try_node(i, cmd)
+            .await
+            .map_err(|failure| match failure {
+                Failure::Node(error) | Failure::Refused(error) => error,
+            })
     }
 
     /// The nodes to try, in order: the preferred one, then the others, those not avoided
-    /// first; of the avoided ones, the one whose back-off ends first.
+    /// first; when every node is avoided, only the one whose back-off ends first.
     fn order(&self) -> Vec<usize> {
         let now = Instant::now();
         let n = self.nodes.len();
         let first = self.preferred.load(Ordering::Relaxed) % n.max(1);
         let mut ready = Vec::with_capacity(n);
-        let mut avoided = Vec::new();
-        for i in (0..n).map(|k| (first + k) % n) {
-            match self.nodes[i].down_until() {
-                Some(until) if until > now => avoided.push((until, i)),
+        let mut soonest: Option<(Instant, usize)> = None;
+        for (i, node) in (0..n)
+            .map(|k| (first + k) % n)
+            .filter_map(|i| Some((i, self.nodes.get(i)?)))
+        {
+            match node.down_until() {
+                Some(until) if until > now => {
+                    if soonest.is_none_or(|(t, _)| until < t) {
+                        soonest = Some((until, i));
+                    }
+                }
                 _ => ready.push(i),
             }
         }
-        avoided.sort();
-        ready.extend(avoided.into_iter().map(|(_, i)| i));
+        if ready.is_empty() {
+            ready.extend(soonest.map(|(_, i)| i));
+        }
         ready
     }
 
     /// One attempt on node `i`, bounded by `call_timeout` (connecting included).
     async fn try_node<T: FromRedisValue>(&self, i: usize, cmd: &redis::Cmd) -> Result<T, Failure> {
-        let node = &self.nodes[i];
+        let Some(node) = self.nodes.get(i) else {
+            return Err(Failure::Refused(CoreError::store_invalid("no such node")));
+        };
         let attempt = async {
             let mut connection = node.connection(self.call_timeout).await?;
-            let answer = cmd.query_async::<T>(&mut connection).await;
-            Ok::<_, RedisError>((connection, answer))
+            cmd.query_async::<T>(&mut connection).await
         };
-        let outcome = tokio::time::timeout(self.call_timeout, attempt).await;
-        let error = match outcome {
-            Ok(Ok((_, Ok(value)))) => {
+        let error = match tokio::time::timeout(self.call_timeout, attempt).await {
+            Ok(Ok(value)) => {
                 node.answered();
-                self.stats.node_up(&node.address, true);
+                self.stats.node_up(&node.address);
                 return Ok(value);
             }
-            Ok(Ok((_, Err(error)))) | Ok(Err(error)) => error,
+            Ok(Err(error)) => error,
             Err(_) => {
-                let message = format!("{} did not answer within {:?}", node.address, self.call_timeout);
-                return Err(self.node_failed(i, CoreError::store_unavailable(message)));
+                let message = format!(
+                    "{} did not answer within {:?}",
+                    node.address, self.call_timeout
+                );
+                return Err(self.node_failed(i, CoreError::store_unavailable(message), true));
             }
         };
-        if error.kind() == redis::ErrorKind::AuthenticationFailed {
-            let message = format!("{} refused the token: {error}", node.address);
-            return Err(Failure::Refused(CoreError::store_invalid(message).caused_by(error)));
-        }
-        match error.code().map(str::to_owned).as_deref() {
-            Some("TRYAGAIN") => {
-                let message = format!("{} is unavailable", node.address);
-                Err(self.node_failed(i, CoreError::store_unavailable(message).caused_by(error)))
+        let code = error.code().map(str::to_owned);
+        let detail = error.detail().unwrap_or_default().to_owned();
+        match code.as_deref() {
+            Some(code) if is_refusal(code, &detail) => {
+                node.answered();
+                Err(Failure::Refused(refusal(
+                    &node.address,
+                    code,
+                    &detail,
+                    error,
+                )))
             }
-            Some(code) => Err(Failure::Refused(refusal(&node.address, code, error))),
-            None => {
+            Some("TRYAGAIN") => {
+                // The node answers; its store does not. Keep the connection (and what it may
+                // give back), avoid the node for a while.
+                let message = format!("{} is unavailable", node.address);
+                let error = CoreError::store_unavailable(message).caused_by(error);
+                Err(self.node_failed(i, error, false))
+            }
+            _ => {
                 let message = format!("{} failed", node.address);
-                Err(self.node_failed(i, CoreError::store_unavailable(message).caused_by(error)))
+                Err(self.node_failed(
+                    i,
+                    CoreError::store_unavailable(message).caused_by(error),
+                    true,
+                ))
             }
         }
     }
 
-    /// Marks node `i` failed: its connection is dropped and it is avoided for a while.
-    fn node_failed(&self, i: usize, error: CoreError) -> Failure {
-        let node = &self.nodes[i];
-        node.failed(self.backoff, self.max_backoff);
-        self.stats.node_failed(&node.address);
-        tracing::debug!(node = %node.address, error = %error.with_causes(), "idmint node failed");
+    /// Marks node `i` failed: it is avoided for a while, and its connection dropped when
+    /// `reconnect` (the connection itself failed).
+    fn node_failed(&self, i: usize, error: CoreError, reconnect: bool) -> Failure {
+        if let Some(node) = self.nodes.get(i) {
+            node.failed(self.backoff, self.max_backoff, reconnect);
+            self.stats.node_failed(&node.address);
+            tracing::debug!(node = %node.address, error = %error.with_causes(), "idmint node failed");
+        }
         Failure::Node(error)
+    }
+}
+
+/// Whether an error reply is one no retry changes (see the module documentation).
+fn is_refusal(code: &str, detail: &str) -> bool {
+    const REFUSALS: [&str; 11] = [
+        "tag_exhausted",
+        "too_many_tags",
+        "invalid tag",
+        "invalid argument",
+        "unknown tag",
+        "count must be",
+        "unknown command",
+        "wrong number of arguments",
+        "syntax error",
+        "value is not an integer",
+        "first must not be",
+    ];
+    match code {
+        "WRONGPASS" | "NOAUTH" | "NOPERM" => true,
+        "ERR" => REFUSALS.iter().any(|r| detail.starts_with(r)),
+        _ => false,
     }
 }
 
 /// A node's refusal as a core error: `tag_exhausted` keeps its meaning; the others are
 /// refusals, never retried.
-fn refusal(address: &str, code: &str, error: RedisError) -> CoreError {
-    let text = error.detail().unwrap_or_default().to_owned();
-    if code == "ERR" && text.starts_with("tag_exhausted") {
-        let tag = text.split('`').nth(1).unwrap_or("?").to_owned();
+fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreError {
+    if detail.starts_with("tag_exhausted") {
+        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
         return CoreError::TagExhausted { tag };
     }
-    CoreError::store_invalid(format!("{address} answered {code} {text}")).caused_by(error)
+    CoreError::store_invalid(format!("{address} refused: {code} {detail}")).caused_by(error)
 }
 
 impl Node {
     fn new(url: &str, config: &ClientConfig) -> Result<Self> {
         use redis::IntoConnectionInfo;
         let bad = |why: String| Error::Config(format!("nodes: `{url}`: {why}"));
-        let mut info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
-        if let Some(token) = &config.token {
-            let settings = info.redis_settings().clone().set_password(token);
-            info = info.set_redis_settings(settings);
+        let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
+        if info.redis_settings().password().is_some() {
+            return Err(bad("give the token in `token`, not in the URL".into()));
         }
         let address = info.addr().to_string();
         let client = open_client(info, config).map_err(|e| bad(e.to_string()))?;
         Ok(Self {
             address,
             client,
+            token: config.token.clone(),
             connection: tokio::sync::Mutex::new(None),
             health: Mutex::new(Health::default()),
         })
@@ -247,10 +303,16 @@ impl Node {
         let settings = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout));
-        let connection = self
+        let mut connection = self
             .client
             .get_multiplexed_async_connection_with_config(&settings)
             .await?;
+        if let Some(token) = &self.token {
+            redis::cmd("AUTH")
+                .arg(token)
+                .query_async::<()>(&mut connection)
+                .await?;
+        }
         *slot = Some(connection.clone());
         Ok(connection)
     }
@@ -266,16 +328,22 @@ impl Node {
         }
     }
 
-    fn failed(&self, first: Duration, max: Duration) {
+    fn failed(&self, first: Duration, max: Duration, reconnect: bool) {
         {
             let mut health = self.health();
-            let backoff = health.backoff.unwrap_or(first).min(max);
-            health.down_until = Some(Instant::now() + backoff);
-            health.backoff = Some((backoff * 2).min(max));
+            let now = Instant::now();
+            // Requests that were in flight together fail together: one failure, one step.
+            if health.down_until.is_none_or(|until| until <= now) {
+                let backoff = health.backoff.unwrap_or(first).min(max);
+                health.down_until = Some(now + backoff);
+                health.backoff = Some((backoff * 2).min(max));
+            }
         }
-        // Drop the connection unless someone is using it: the next attempt opens a new one.
-        if let Ok(mut slot) = self.connection.try_lock() {
-            *slot = None;
+        // Drop the connection unless someone is opening one: the next attempt opens a new one.
+        if reconnect {
+            if let Ok(mut slot) = self.connection.try_lock() {
+                *slot = None;
+            }
         }
     }
 
@@ -285,7 +353,10 @@ impl Node {
 }
 
 /// A `redis` client for one node, with the configured CA for `rediss://`.
-fn open_client(info: redis::ConnectionInfo, config: &ClientConfig) -> Result<RedisClient, RedisError> {
+fn open_client(
+    info: redis::ConnectionInfo,
+    config: &ClientConfig,
+) -> Result<RedisClient, RedisError> {
     #[cfg(feature = "tls")]
     if let Some(pem) = &config.ca_pem {
         let certificates = redis::TlsCertificates {

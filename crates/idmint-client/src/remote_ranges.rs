@@ -56,12 +56,12 @@ impl RangeSource for RemoteRanges {
         }
         let (node, (first, last)) = self.nodes.call::<(u64, u64)>(&cmd, self.max_wait).await?;
         let floor = above.unwrap_or(0);
-        if first > last || first <= floor || last == u64::MAX {
+        if first > last || first <= floor || last == u64::MAX || last - first >= step {
             // A node that breaks the contract: never hand its IDs out.
             let address = self.nodes.address(node);
             return Err(CoreError::store_invalid(format!(
                 "{address} answered IDMINT.RANGE {tag} {step} with {first}..={last}, not a \
-                 run above {floor}"
+                 run of at most {step} above {floor}"
             )));
         }
         self.last().insert(tag.clone(), (last, node));

@@ -1,9 +1,10 @@
 //! Snowflakes in small batches that never get old.
 //!
 //! A snowflake carries the time it was made, and its use is to sort by it; a batch kept for
-//! long would hand out IDs whose time lies in the past. So a batch is thrown away unused once
-//! it is older than `snowflake_max_age` (counted from when it was asked for), and a call that
-//! finds none fresh asks a node for a new one. Snowflakes one client hands out strictly
+//! long would hand out IDs whose time lies in the past. So what is left of a batch is thrown
+//! away unused once it is older than `snowflake_max_age` (counted from when it was asked for),
+//! and a call that finds none fresh asks a node for a new one and takes its own share of the
+//! answer whatever the round trip took (a node farther away than the bound still serves). Snowflakes one client hands out strictly
 //! increase: any ID not above the last one handed out (a batch from another node whose clock
 //! or worker ID sorts lower) is skipped.
 
@@ -15,6 +16,9 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::nodes::Nodes;
+
+/// The most snowflakes one call may ask for: the nodes' default `--max-count`.
+pub(crate) const MAX_SNOWFLAKES: usize = 10_000;
 
 /// The batch in hand.
 pub(crate) struct Snowflakes {
@@ -39,6 +43,11 @@ impl Held {
         if self.asked_at.is_none_or(|at| at.elapsed() > max_age) {
             self.ids.clear();
         }
+        self.take_own(n, out);
+    }
+
+    /// Moves up to `n - out.len()` IDs into `out`, however old: for the call that asked.
+    fn take_own(&mut self, n: usize, out: &mut Vec<u64>) {
         while out.len() < n {
             let Some(id) = self.ids.pop_front() else {
                 break;
@@ -66,8 +75,14 @@ impl Snowflakes {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `n` snowflakes, increasing, none older than the bound.
+    /// `n` snowflakes (`1..=MAX_SNOWFLAKES`), increasing, none from a batch kept past the
+    /// bound.
     pub(crate) async fn take(&self, nodes: &Nodes, n: usize) -> Result<Vec<u64>> {
+        if !(1..=MAX_SNOWFLAKES).contains(&n) {
+            let reason = format!("between 1 and {MAX_SNOWFLAKES} at once, not {n}");
+            let source = idmint_core::Error::InvalidArgument { name: "n", reason };
+            return Err(Error::Refused { source });
+        }
         let started = Instant::now();
         let mut out = Vec::with_capacity(n);
         self.held().take(n, self.max_age, &mut out);
@@ -89,10 +104,18 @@ impl Snowflakes {
                 .await
                 .map_err(|e| Error::from_core(e, started.elapsed()))?;
             nodes.stats.snowflake_batch();
-            let mut held = self.held();
-            held.ids = ids.into();
-            held.asked_at = Some(asked_at);
-            held.take(n, self.max_age, &mut out);
+            let before = out.len();
+            {
+                let mut held = self.held();
+                held.ids = ids.into();
+                held.asked_at = Some(asked_at);
+                held.take_own(n, &mut out);
+            }
+            if out.len() == before {
+                // Every ID of the batch sorts below one handed out already (a node whose clock
+                // is behind the last one's): let time pass before asking again.
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
         }
         Ok(out)
     }

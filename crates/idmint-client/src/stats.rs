@@ -84,9 +84,9 @@ impl Stats {
         metrics::gauge!("idmint_client_node_up", "node" => node).set(0.0);
     }
 
-    pub(crate) fn node_up(&self, address: &str, up: bool) {
+    pub(crate) fn node_up(&self, address: &str) {
         let node = address.to_owned();
-        metrics::gauge!("idmint_client_node_up", "node" => node).set(if up { 1.0 } else { 0.0 });
+        metrics::gauge!("idmint_client_node_up", "node" => node).set(1.0);
     }
 
     pub(crate) fn given_back(&self, ids: u64) {

@@ -94,7 +94,8 @@ impl SegmentBuffer {
     ///
     /// A plain store of `(gen + 1, 0)` is safe although other threads `fetch_add` on the word
     /// concurrently: the current segment is used up (`offset >= len` was just read, and the
-    /// offset of a generation never drops below its length once there), so every update the
+    /// offset of a generation never drops below its length once there: `take_back` lowers it only
+    /// from the exact end of a run, below the length, and under the mutex held here), so every update the
     /// store overwrites was a failed claim, whose caller comes back here and retries; and
     /// compare-and-swaps on the old value fail. The `Release` pairs with the `Acquire` of the
     /// claims, which then see the slot published before.

@@ -139,7 +139,8 @@ impl SegmentBuffer {
     }
 
     /// The claim of offset `trigger` in generation `gen` happened: sample the rate and start
-    /// fetching the next segment. Runs once per segment.
+    /// fetching the next segment. Runs once per segment (again only after a `take_back` across
+    /// the trigger, when the fetch it asks for is already done or running: nothing happens).
     #[cold]
     #[inline(never)]
     pub(super) fn reached_prefetch_point(&self, gen: u32, trigger: u64) {

@@ -18,10 +18,10 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::loaded_range::LoadedRange;
+use super::RangeSource;
 use super::{SegmentBuffer, SegmentConfig};
 use crate::backoff::Backoff;
 use crate::error::{Error, Result};
-use super::RangeSource;
 use crate::tag::Tag;
 
 /// First pause after a failed fetch.

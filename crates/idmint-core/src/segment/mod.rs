@@ -5,7 +5,8 @@
 //! and hands their IDs out from memory. It holds at most two ranges, the current one and the
 //! next: once [`SegmentConfig::prefetch_at`] of the current one is used, the next is fetched by
 //! a background task, so callers normally never wait for the store. Ranges are used in the
-//! order they were allocated, so the IDs of one buffer strictly increase.
+//! order they were allocated, so the IDs of one buffer strictly increase (leaving out IDs
+//! handed back with [`SegmentBuffer::take_back`], which are handed out again).
 //!
 //! A buffer over the in-memory store (idmint-store has the durable ones):
 //!
@@ -51,9 +52,12 @@
 //! each caller's own order). Along that order:
 //!
 //! - within one generation the offset only grows (`fetch_add`, compare-and-swap to a larger
-//!   offset); the only writes that lower it (clamping a runaway offset, shutdown) move it
-//!   between values at or past the segment's end, where every claim fails. So each valid
-//!   offset of a generation is claimed once, and later claims get larger offsets;
+//!   offset); the writes that lower it either move it between values at or past the segment's
+//!   end, where every claim fails (clamping a runaway offset, shutdown), or take back the last
+//!   run claimed, under the mutex and only from exactly `(g, end of the run)`, so only when no
+//!   claim came after it (`take_back`, whose caller promises the run's IDs were not used). So
+//!   each valid offset of a generation is handed out once, and later claims get larger offsets
+//!   but for those taken back;
 //! - the generation changes only under the mutex, by a plain store of `(g + 1, 0)` made after
 //!   the word was seen used up; every update the store overwrites was a failed claim;
 //! - segment `g + 1` starts at or after the end of segment `g`: ranges come from the store in
@@ -118,11 +122,11 @@ use tokio::sync::watch;
 
 use self::claim::NoRun;
 pub use self::config::SegmentConfig;
-pub use self::source::RangeSource;
-use self::source::StoreRanges;
 use self::control::Control;
 use self::loaded_range::LoadedRange;
 use self::slot::Slot;
+pub use self::source::RangeSource;
+use self::source::StoreRanges;
 use self::state_word::Claim;
 pub use self::state_word::MAX_SEGMENT_LEN;
 use self::wait::Waiter;

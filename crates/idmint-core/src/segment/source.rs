@@ -18,7 +18,8 @@ use crate::tag::Tag;
 /// What the buffer relies on: a range is never handed out twice, in this process or any
 /// other, and each range starts at or after the end of the previous one it got (it refuses
 /// one that does not). Errors that a retry may fix are [retryable](crate::Error::is_retryable):
-/// the buffer retries those in the background and returns the others at once.
+/// the buffer retries those in the background and returns the others at once. Implement it
+/// with `#[async_trait::async_trait]`, as the trait is declared.
 #[async_trait]
 pub trait RangeSource: Send + Sync + fmt::Debug {
     /// A range of about `step` IDs of `tag` (shorter only at the tag's end), never empty.

@@ -11,8 +11,12 @@
 //!   them (the server accepts a run back only on the connection it was handed to);
 //! - every ID claimed before the run is below it, so the buffer's IDs still increase in claim
 //!   order once the returned ones are left out;
-//! - the generation cannot change meanwhile: that needs the mutex held here. A caller that saw
-//!   the segment used up and switches after the swap merely skips what was returned (a gap).
+//! - the generation cannot change meanwhile: that needs the mutex held here, and a caller that
+//!   saw the segment used up reads the word again under the mutex before it switches, so it
+//!   finds the returned IDs and takes them.
+//!
+//! Giving back past the prefetch point lets a later claim reach it again: the second prefetch
+//! request finds the next range loaded (or a fetch running) and does nothing.
 
 use std::ops::Range;
 use std::sync::atomic::Ordering;
@@ -22,10 +26,14 @@ use super::SegmentBuffer;
 
 impl SegmentBuffer {
     /// Takes `run` back if its IDs were the last claimed from the current segment and none was
-    /// claimed after them; they are then handed out again. Returns whether it did.
+    /// claimed after them; they are then handed out again, first. Returns whether it did: not
+    /// after shutdown, not for a run outside the current segment, not once anything was
+    /// claimed after it.
     ///
-    /// The caller must know that no ID of `run` was used: only the holder of a run may return
-    /// it, and only its unused tail.
+    /// Safe for the buffer, not for the IDs: the buffer cannot tell whether the run's IDs were
+    /// used, so a caller that returns IDs it handed out makes them be handed out twice. Only
+    /// the holder of a run may return it, and only the part of it that it never used (a node
+    /// accepts a run back only on the connection it handed it to).
     pub fn take_back(&self, run: Range<u64>) -> bool {
         let control = self.control();
         if control.closed || run.start >= run.end {
@@ -38,9 +46,15 @@ impl SegmentBuffer {
         }
         let claimed_to = Claim::pack(control.gen, run.end - current.start);
         let back_to = Claim::pack(control.gen, run.start - current.start);
-        self.state
+        let taken = self
+            .state
             .0
             .compare_exchange(claimed_to, back_to, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+            .is_ok();
+        if taken {
+            // Callers waiting for a range (the segment was used up) can take these now.
+            self.notify();
+        }
+        taken
     }
 }

@@ -21,7 +21,7 @@ use idmint_resp::{encode, Command, Protocol, RequestDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use super::cmd::{Returnable, Transaction};
+use super::cmd::{Returnables, Transaction};
 use super::lookahead::Requests;
 use super::reply::IdFormat;
 use super::shared::Shared;
@@ -87,7 +87,7 @@ pub(super) struct Session {
     pub(super) exec_queue: Vec<Command>,
     pub(super) tags: TagCache,
     /// The runs `IDMINT.GIVEBACK` may return.
-    pub(super) returnable: Option<Returnable>,
+    pub(super) returnable: Returnables,
     /// `idmint_ids_issued_total{kind="snowflake"}` and the snowflakes issued since the last
     /// flush.
     snowflakes_issued: metrics::Counter,
@@ -119,7 +119,7 @@ impl Session {
             transaction: None,
             exec_queue: Vec::new(),
             tags: TagCache::default(),
-            returnable: None,
+            returnable: Returnables::default(),
             snowflakes_issued: telemetry::snowflake_counter(),
             snowflakes_pending: 0,
             commands_pending: 0,

@@ -50,13 +50,23 @@ impl Node {
 
     fn spawn(&self) -> Server {
         let flags = ["--admin-token", TOKEN, "--namespace", &self.namespace];
-        Server::start_at(&self.store, &self.name, (&self.http, &self.resp), &flags, &[])
+        Server::start_at(
+            &self.store,
+            &self.name,
+            (&self.http, &self.resp),
+            &flags,
+            &[],
+        )
     }
 
     fn kill(&mut self) {
         if let Some(server) = self.server.take() {
             let pid = server.pid().to_string();
-            assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+            assert!(Command::new("kill")
+                .args(["-KILL", &pid])
+                .status()
+                .unwrap()
+                .success());
             drop(server);
         }
     }
@@ -78,7 +88,9 @@ struct Drawn {
 
 /// The nodes' URLs starting at node `first`: clients spread over the nodes.
 fn rotated(urls: &[String], first: usize) -> Vec<String> {
-    (0..urls.len()).map(|k| urls[(first + k) % urls.len()].clone()).collect()
+    (0..urls.len())
+        .map(|k| urls[(first + k) % urls.len()].clone())
+        .collect()
 }
 
 /// A Rust client drawing on two threads until `stop`.
@@ -140,7 +152,12 @@ fn python_client(name: &str, nodes: &[String], out: &Path) -> std::process::Chil
     Command::new(&libraries().python)
         .arg(repo().join("tests/clients/python/sdk_driver.py"))
         .args(["--nodes", &nodes.join(","), "--token", TOKEN, "--tag", TAG])
-        .args(["--threads", "2", "--seconds", &RUN_FOR.as_secs().to_string()])
+        .args([
+            "--threads",
+            "2",
+            "--seconds",
+            &RUN_FOR.as_secs().to_string(),
+        ])
         .args(["--max-step", "2000", "--target-lifetime-ms", "200"])
         .arg("--out")
         .arg(out)
@@ -152,10 +169,19 @@ fn python_client(name: &str, nodes: &[String], out: &Path) -> std::process::Chil
 }
 
 /// What a Python client process drew, from its files and its `DONE` line.
-fn python_drawn(name: &str, child: std::process::Child, out: &Path, start_offset: f64) -> Vec<Drawn> {
+fn python_drawn(
+    name: &str,
+    child: std::process::Child,
+    out: &Path,
+    start_offset: f64,
+) -> Vec<Drawn> {
     let output = child.wait_with_output().unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{name} exited with {}: {text}", output.status);
+    assert!(
+        output.status.success(),
+        "{name} exited with {}: {text}",
+        output.status
+    );
     let done = text
         .lines()
         .find(|l| l.starts_with("DONE "))
@@ -207,12 +233,15 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
     let url = std::env::var("IDMINT_TEST_POSTGRES_URL")
         .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test");
     let namespace = namespace("sdk");
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sdk-{}", std::process::id()));
+    let out =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sdk-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
     std::fs::create_dir_all(&out).unwrap();
     let _ = libraries();
 
-    let mut nodes: Vec<Node> = (0..3).map(|i| Node::start(&url, &namespace, &format!("sdk-{i}"))).collect();
+    let mut nodes: Vec<Node> = (0..3)
+        .map(|i| Node::start(&url, &namespace, &format!("sdk-{i}")))
+        .collect();
     let urls: Vec<String> = nodes.iter().map(Node::url).collect();
     let start = Instant::now();
     let pythons: Vec<_> = (0..4)
@@ -253,7 +282,10 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
     );
     let bound = killed_at + FAILOVER_BOUND.as_secs_f64();
     let late: Vec<_> = failures.iter().filter(|(_, t)| *t > bound).collect();
-    assert!(late.is_empty(), "calls failed after the failover bound: {late:?}");
+    assert!(
+        late.is_empty(),
+        "calls failed after the failover bound: {late:?}"
+    );
     let per_client: HashMap<&str, usize> = all.iter().fold(HashMap::new(), |mut m, d| {
         *m.entry(&d.who[..3]).or_default() += d.segment.len();
         m
@@ -292,11 +324,26 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "{ids:?}");
     let flakes = client.snowflakes(100).unwrap();
     assert!(flakes.windows(2).all(|w| w[0] < w[1]));
+    for n in [0, 10_001] {
+        let error = client.snowflakes(n).unwrap_err();
+        assert!(
+            matches!(error, idmint_client::Error::Refused { .. }),
+            "{error}"
+        );
+    }
+    let other = client.next("closing-too").unwrap();
     let last = *ids.last().unwrap();
-    assert_eq!(client.close(), 1, "the tag's unused IDs were not given back");
+    assert_eq!(
+        client.close(),
+        2,
+        "the tags' unused IDs were not given back"
+    );
     assert!(client.stats().given_back > 0, "{:?}", client.stats());
     eprintln!("{:?}", client.stats());
-    assert!(matches!(client.next("closing"), Err(idmint_client::Error::Closed)));
+    assert!(matches!(
+        client.next("closing"),
+        Err(idmint_client::Error::Closed)
+    ));
     drop(client);
     // The node hands out what came back: no gap after the last ID the client drew.
     let mut redis = redis::Client::open(format!("redis://:{TOKEN}@{}/", node.resp))
@@ -305,26 +352,61 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
         .unwrap();
     let next: u64 = redis::cmd("INCR").arg("closing").query(&mut redis).unwrap();
     assert_eq!(next, last + 1, "drew {:?}..", &ids[..5]);
+    let next: u64 = redis::cmd("INCR")
+        .arg("closing-too")
+        .query(&mut redis)
+        .unwrap();
+    assert_eq!(next, other + 1);
+
+    // Snowflake batches that age past the bound before they arrive still serve their caller.
+    let quick = ClientConfig::new([node.url()])
+        .with_token(TOKEN)
+        .with_snowflakes(8, Duration::from_micros(1));
+    let client = BlockingClient::new(quick).unwrap();
+    let flakes: Vec<u64> = (0..20).map(|_| client.snowflake().unwrap()).collect();
+    assert!(flakes.windows(2).all(|w| w[0] < w[1]));
+    drop(client);
 
     // A bad tag and a wrong token are refusals, answered at once, not after max_wait.
     let client = BlockingClient::new(config()).unwrap();
     let started = Instant::now();
     let error = client.next("bad tag!").unwrap_err();
-    assert!(matches!(error, idmint_client::Error::Refused { .. }), "{error}");
+    assert!(
+        matches!(error, idmint_client::Error::Refused { .. }),
+        "{error}"
+    );
     let wrong = BlockingClient::new(config().with_token("wrong")).unwrap();
     let error = wrong.next("t").unwrap_err();
-    assert!(matches!(error, idmint_client::Error::Refused { .. }), "{error:?}");
-    assert!(started.elapsed() < Duration::from_millis(900), "{:?}", started.elapsed());
+    assert!(
+        matches!(error, idmint_client::Error::Refused { .. }),
+        "{error:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "{:?}",
+        started.elapsed()
+    );
     // No node answering: Unavailable within the bounded wait, never a made-up ID.
     let nowhere = format!("redis://127.0.0.1:{}", free_port());
-    let none = BlockingClient::new(ClientConfig::new([nowhere]).with_max_wait(Duration::from_millis(700))).unwrap();
+    let none =
+        BlockingClient::new(ClientConfig::new([nowhere]).with_max_wait(Duration::from_millis(700)))
+            .unwrap();
     let started = Instant::now();
     let error = none.next("t").unwrap_err();
     assert!(error.is_retryable(), "{error}");
-    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
     let error = none.snowflake().unwrap_err();
-    assert!(matches!(error, idmint_client::Error::Unavailable { .. }), "{error}");
+    assert!(
+        matches!(error, idmint_client::Error::Unavailable { .. }),
+        "{error}"
+    );
     // A configuration that cannot work is refused, naming the field.
-    let error = BlockingClient::new(ClientConfig::new(["http://x"])).err().unwrap();
+    let error = BlockingClient::new(ClientConfig::new(["http://x"]))
+        .err()
+        .unwrap();
     assert!(error.to_string().contains("nodes"), "{error}");
 }

@@ -88,6 +88,7 @@ impl Session {
     ) {
         self.may_mint = grant.as_ref().is_some_and(|g| g.allows(Need::Mint));
         self.tags.clear();
+        self.returnable.clear();
         self.grant = grant;
         self.token = token;
         self.tokens_seen = self.shared.options.auth.generation();

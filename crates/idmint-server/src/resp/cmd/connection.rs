@@ -35,7 +35,6 @@ impl Session {
         self.protocol = Protocol::Resp2;
         self.format = IdFormat::Integer;
         self.transaction = None;
-        self.returnable = None;
         encode::simple(out, "RESET");
     }
 }

@@ -8,7 +8,7 @@
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f]` | one snowflake; with `COUNT`, an array of `n` |
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
-//! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of this connection's last runs of `tag` was taken back, else 0 |
+//! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of the last runs this connection took of `tag` was taken back, else 0 |
 //! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
@@ -40,7 +40,7 @@ mod ranges;
 mod server;
 mod transaction;
 
-pub(super) use self::ranges::Returnable;
+pub(super) use self::ranges::Returnables;
 pub(super) use self::transaction::Transaction;
 
 use super::connection::{Flow, Session};
@@ -132,8 +132,8 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], MINT),
     spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], MINT),
     spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], MINT),
-    spec(Kind::Range, "idmint.range", -3, WRITE, 1, &["@write", "@fast"], MINT),
-    spec(Kind::GiveBack, "idmint.giveback", 4, WRITE, 1, &["@write", "@fast"], MINT),
+    spec(Kind::Range, "idmint.range", -3, &["write", "denyoom"], 1, &["@write", "@slow"], MINT),
+    spec(Kind::GiveBack, "idmint.giveback", 4, &["write"], 1, &["@write", "@slow"], MINT),
     spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], MINT),
     spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
     spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),

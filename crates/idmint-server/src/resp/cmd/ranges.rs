@@ -9,9 +9,10 @@
 //! its buffer alone.
 //!
 //! `IDMINT.GIVEBACK tag first last` returns the unused tail of the last runs this connection
-//! took of `tag`, when nothing was taken after them (1: taken back; 0: not, and nothing
-//! changed). Only the connection a run was handed to may return it, so one client cannot
-//! make a node reissue another's IDs.
+//! took of `tag` (1: taken back, the node hands those IDs out next; 0: not, when something was
+//! taken after them, or the runs are not this connection's). Only the connection a run was
+//! handed to may return it, so one client cannot make a node reissue another's IDs. A
+//! connection keeps this for its last [`REMEMBERED`] tags; `RESET` and `AUTH` forget it.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -24,10 +25,61 @@ use super::wrong_arity;
 use crate::resp::connection::Session;
 use crate::resp::reply::{self, NOT_AN_INTEGER, SYNTAX_ERROR};
 
-/// The runs of one tag this connection took last, as long as they are contiguous: what
-/// `IDMINT.GIVEBACK` may return.
+/// Tags whose last runs a connection can give back: a client holds a range or two of each tag
+/// it uses, and gives them all back when it closes.
+const REMEMBERED: usize = 8;
+
+/// What `IDMINT.GIVEBACK` may return on one connection: per tag, the contiguous runs it took
+/// last, for its last [`REMEMBERED`] tags (the oldest forgotten first).
+#[derive(Debug, Default)]
+pub(in crate::resp) struct Returnables(Vec<Returnable>);
+
+impl Returnables {
+    /// Forgets everything (`RESET`, a new grant).
+    pub(in crate::resp) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Takes the record of `raw`'s runs out.
+    fn take(&mut self, raw: &[u8]) -> Option<Returnable> {
+        let i = self
+            .0
+            .iter()
+            .position(|r| r.tag.as_str().as_bytes() == raw)?;
+        Some(self.0.remove(i))
+    }
+
+    /// Records a run, joined to the previous one of its tag when it continues it.
+    fn remember(&mut self, tag: &Tag, from: Source, run: Range<u64>) {
+        let mut record = self.take(tag.as_str().as_bytes());
+        match &mut record {
+            Some(last) if last.from.same(&from) && last.run.end == run.start => {
+                last.run.end = run.end;
+            }
+            _ => {
+                record = Some(Returnable {
+                    tag: tag.clone(),
+                    from,
+                    run,
+                })
+            }
+        }
+        if self.0.len() >= REMEMBERED {
+            self.0.remove(0);
+        }
+        self.0.extend(record);
+    }
+
+    fn put_back(&mut self, record: Returnable) {
+        if self.0.len() < REMEMBERED {
+            self.0.push(record);
+        }
+    }
+}
+
+/// The runs of one tag a connection took last, as long as they are contiguous.
 #[derive(Debug)]
-pub(in crate::resp) struct Returnable {
+struct Returnable {
     tag: Tag,
     from: Source,
     run: Range<u64>,
@@ -89,49 +141,45 @@ impl Session {
         let mut taken = None;
         if !behind {
             let run = buffer.take_contiguous(n).await?;
-            entry.issued(run.end - run.start);
             if floor.is_none_or(|floor| run.start > floor) {
+                entry.issued(run.end - run.start);
                 taken = Some((run, Source::Buffer(buffer.clone())));
+            } else {
+                // Below the floor (the buffer was given back to since the check): never
+                // handed out, so it goes back, and the store serves instead.
+                buffer.take_back(run);
             }
-            // Otherwise the run is below the floor (the buffer moved back since the check: it
-            // was given back to): it stays unused, a gap, and the store serves instead.
         }
         let (run, from) = match taken {
             Some(taken) => taken,
             None => {
-                let tag = buffer.tag();
-                let run = self.shared.ids.store().segments.allocate(tag, n).await?;
-                let floor = floor.unwrap_or(0);
-                let run = run.start.max(floor.saturating_add(1)).max(1)..run.end;
-                if run.is_empty() {
-                    return Err(Error::InvalidArgument {
-                        name: "ABOVE",
-                        reason: format!("{floor} is beyond every ID of tag {tag} handed out so far"),
-                    });
-                }
+                let run = self
+                    .range_from_store(buffer.tag(), n, floor.unwrap_or(0))
+                    .await?;
                 if let Some(entry) = self.tags.get(raw) {
                     entry.issued(run.end - run.start);
                 }
                 (run, Source::Store)
             }
         };
-        self.remember(buffer.tag(), from, run.clone());
+        self.returnable.remember(buffer.tag(), from, run.clone());
         Ok(run)
     }
 
-    /// Records a run for `IDMINT.GIVEBACK`, joined to the previous one when it continues it.
-    fn remember(&mut self, tag: &Tag, from: Source, run: Range<u64>) {
-        if let Some(last) = &mut self.returnable {
-            if last.tag == *tag && last.from.same(&from) && last.run.end == run.start {
-                last.run.end = run.end;
-                return;
-            }
+    /// A run straight from the store, for a floor this node's buffer has not reached. A range
+    /// that does not lie wholly above the floor (a floor beyond every ID handed out: no honest
+    /// client sends one) is given back at once, so a bad floor burns no IDs.
+    async fn range_from_store(&self, tag: &Tag, n: u64, floor: u64) -> Result<Range<u64>> {
+        let store = &self.shared.ids.store().segments;
+        let run = store.allocate(tag, n).await?;
+        if run.start > floor {
+            return Ok(run);
         }
-        self.returnable = Some(Returnable {
-            tag: tag.clone(),
-            from,
-            run,
-        });
+        store.give_back(tag, run).await?;
+        Err(Error::InvalidArgument {
+            name: "ABOVE",
+            reason: format!("{floor} is beyond every ID of tag {tag} handed out so far"),
+        })
     }
 
     /// `IDMINT.GIVEBACK tag first last`.
@@ -142,18 +190,18 @@ impl Session {
         let (Some(first), Some(last)) = (reply::parse_u64(first), reply::parse_u64(last)) else {
             return encode::error(out, NOT_AN_INTEGER);
         };
-        if first > last || last == u64::MAX {
+        if first > last {
             return encode::error(out, "ERR first must not be above last");
         }
-        let returned = first..last + 1;
-        let Some(held) = self.returnable.take() else {
+        let Some(end) = last.checked_add(1) else {
+            return encode::error(out, NOT_AN_INTEGER);
+        };
+        let returned = first..end;
+        let Some(held) = self.returnable.take(tag) else {
             return encode::integer(out, 0);
         };
-        let ours = held.tag.as_str().as_bytes() == &tag[..]
-            && returned.end == held.run.end
-            && returned.start >= held.run.start;
-        if !ours {
-            self.returnable = Some(held);
+        if returned.end != held.run.end || returned.start < held.run.start {
+            self.returnable.put_back(held);
             return encode::integer(out, 0);
         }
         let taken_back = match &held.from {
@@ -166,13 +214,16 @@ impl Session {
         match taken_back {
             Ok(true) => {
                 if held.run.start < returned.start {
-                    self.returnable = Some(Returnable {
+                    self.returnable.put_back(Returnable {
                         run: held.run.start..returned.start,
                         ..held
                     });
                 }
                 encode::integer(out, 1);
             }
+            // Something was taken after the runs: nothing of them can come back any more. After
+            // a store error the record is dropped too: whether the store took them is unknown,
+            // and a second try could lower its counter under another node's range.
             Ok(false) => encode::integer(out, 0),
             Err(error) => reply::service_error(out, &error),
         }
