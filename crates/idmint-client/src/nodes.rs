@@ -245,7 +245,7 @@ impl Nodes {
 
 /// Whether an error reply is one no retry changes (see the module documentation).
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 11] = [
+    const REFUSALS: [&str; 12] = [
         "tag_exhausted",
         "too_many_tags",
         "invalid tag",
@@ -257,6 +257,8 @@ fn is_refusal(code: &str, detail: &str) -> bool {
         "syntax error",
         "value is not an integer",
         "first must not be",
+        // A token sent to a node that has none.
+        "AUTH <password> called without",
     ];
     match code {
         "WRONGPASS" | "NOAUTH" | "NOPERM" => true,

@@ -10,7 +10,7 @@ import redis.asyncio
 
 from . import _core as core
 from ._errors import ClientClosed, IdmintError, Unavailable
-from ._sync import _unused_tail
+from ._sync import _unused_tails
 
 T = TypeVar("T")
 
@@ -22,6 +22,9 @@ class _Node:
     def __init__(self, index: int, url: str, kwargs: Dict[str, Any]) -> None:
         self.index = index
         self.pool = redis.asyncio.ConnectionPool.from_url(url, **kwargs)
+        self.conn_kwargs, self.auth = core.own_auth(
+            self.pool.connection_kwargs, self.pool.connection_class
+        )
         self.lock = asyncio.Lock()
         self.conn: Optional[Any] = None
         self.generation = 0
@@ -33,14 +36,22 @@ class _Node:
                 return None, -1
             try:
                 if conn is None:
-                    conn = self.pool.connection_class(**self.pool.connection_kwargs)
+                    conn = self.pool.connection_class(**self.conn_kwargs)
                     self.generation += 1
                     self.conn = conn
                     await conn.connect()
+                    if self.auth is not None:
+                        # The token as the first command (see the sync client's `_Node`).
+                        await conn.send_command(*self.auth)
+                        try:
+                            core.check_auth_reply(await conn.read_response())
+                        except BaseException:
+                            await self._drop()
+                            raise
                 await conn.send_command(*args)
                 return await conn.read_response(), self.generation
             except redis.exceptions.ResponseError:
-                raise
+                raise  # an error reply (-TRYAGAIN included): the connection stays in step
             except BaseException:
                 # Failed or cancelled mid-call: the connection may be out of step.
                 await self._drop()
@@ -84,10 +95,12 @@ class _Tag:
         "cause",
         "sizer",
         "changed",
+        "closed",
     )
 
     def __init__(self, name: str, settings: core.Settings) -> None:
         self.name = name
+        self.closed = False
         self.cur = 1
         self.last = 0
         self.trigger = core.NEVER
@@ -190,6 +203,8 @@ class AsyncClient:
         if t is None:
             if not isinstance(tag, str) or not tag:
                 raise core.ConfigError(f"a tag is a non-empty string, got {tag!r}")
+            if self._closed:
+                raise ClientClosed("the client is closed")
             t = self._tags[tag] = _Tag(tag, self._s)
         return t
 
@@ -204,11 +219,11 @@ class AsyncClient:
                 if v >= t.trigger:
                     self._start_refill(t)
                 return v
+            if self._closed:
+                raise ClientClosed("the client is closed")
             if t.nxt is not None:
                 self._swap(t)
                 continue
-            if self._closed:
-                raise ClientClosed("the client is closed")
             if t.fail_seq != seq and t.error is not None:
                 raise t.error
             self._start_refill(t)
@@ -260,9 +275,13 @@ class AsyncClient:
             return
         self._stats.add("ranges_fetched")
         self._stats.add("ids_fetched", last - first + 1)
+        t.refilling = False
+        if t.closed:
+            # close() took the tail back already: neither handed out nor given back (a gap).
+            t.notify()
+            return
         t.high = last
         t.nxt = (first, last, node, gen)
-        t.refilling = False
         if t.cur > t.last:
             self._swap(t)
         t.notify()
@@ -337,9 +356,10 @@ class AsyncClient:
                     cause = error
                     if t is not None:
                         t.cause = error
-                    self._nodes.failed(index, core.now())
                     if kind == core.AUTH:
-                        auth = typed
+                        auth = typed  # the node answers: a refusal, not a failure
+                    else:
+                        self._nodes.failed(index, core.now())
                     continue
                 self._nodes.worked(index)
                 return result
@@ -353,40 +373,54 @@ class AsyncClient:
         return (await self.snowflakes(1))[0]
 
     async def snowflakes(self, n: int) -> List[int]:
-        """`n` snowflake IDs, ascending, above every snowflake this client handed out."""
-        if n < 1:
-            raise core.ConfigError("n must be at least 1")
-        out: List[int] = []
+        """`n` snowflake IDs (1..=10000), ascending, above every snowflake this client handed
+        out."""
+        core.check_count(n)
         deadline = core.now() + self._s.max_wait
         async with self._sf_lock:
-            while True:
-                batch, i = self._sf, self._sf_i
-                if i < len(batch):
-                    if core.now() - self._sf_at <= self._s.snowflake_max_age:
-                        last = self._sf_last
-                        while i < len(batch) and len(out) < n:
-                            v = batch[i]
-                            i += 1
-                            if v > last:
-                                out.append(v)
-                                last = v
-                            else:
-                                self._stats.add("snowflakes_dropped")
-                        self._sf_i, self._sf_last = i, last
-                        if len(out) == n:
-                            return out
-                        continue
+            if self._closed:
+                raise ClientClosed("the client is closed")
+            out: List[int] = []
+            batch, i = self._sf, self._sf_i
+            if i < len(batch):
+                if core.now() - self._sf_at <= self._s.snowflake_max_age:
+                    self._sf_i = self._take_snowflakes(batch, i, n, out)
+                else:
                     self._stats.add("snowflakes_expired", len(batch) - i)
                     self._sf_size = max(1, self._sf_size // 2)
-                elif batch:
-                    self._sf_size = min(self._s.snowflake_batch, self._sf_size * 2)
-                self._sf, self._sf_i = [], 0
+                    self._sf, self._sf_i = [], 0
+            elif batch:
+                self._sf_size = min(self._s.snowflake_batch, self._sf_size * 2)
+            while len(out) < n:
                 if self._closed:
                     raise ClientClosed("the client is closed")
                 want = min(max(self._sf_size, n - len(out)), self._cap)
-                await self._fetch_snowflakes(want, deadline)
+                ids, asked = await self._fetch_snowflakes(want, deadline)
+                # The batch serves its caller whatever the round trip took (see `Client`).
+                before = len(out)
+                self._sf, self._sf_at = ids, asked
+                self._sf_i = self._take_snowflakes(ids, 0, n, out)
+                if len(out) == before:
+                    await self._pause(core.SNOWFLAKE_PAUSE)
+            return out
 
-    async def _fetch_snowflakes(self, count: int, deadline: float) -> None:
+    def _take_snowflakes(self, batch: List[int], i: int, n: int, out: List[int]) -> int:
+        last = self._sf_last
+        dropped = 0
+        while i < len(batch) and len(out) < n:
+            v = batch[i]
+            i += 1
+            if v > last:
+                out.append(v)
+                last = v
+            else:
+                dropped += 1
+        self._sf_last = last
+        if dropped:
+            self._stats.add("snowflakes_dropped", dropped)
+        return i
+
+    async def _fetch_snowflakes(self, count: int, deadline: float) -> Tuple[List[int], float]:
         async def op(node: _Node) -> List[int]:
             reply, _, asked = await self._counted(
                 node, lambda n: ("IDMINT.SNOWFLAKE", "COUNT", n), count
@@ -397,7 +431,7 @@ class AsyncClient:
         ids = await self._failover(op, deadline, None)
         self._stats.add("snowflake_batches")
         self._stats.add("snowflakes_fetched", len(ids))
-        self._sf, self._sf_i, self._sf_at = ids, 0, asked
+        return ids, asked
 
     # ---- the rest ----------------------------------------------------------------------
 
@@ -424,12 +458,16 @@ class AsyncClient:
             _, pending = await asyncio.wait(tasks, timeout=budget)
             for task in pending:
                 task.cancel()
+        returns = []
         for t in tags:
-            tail = _unused_tail(t)
+            returns.extend((t.name, tail) for tail in _unused_tails(t))
+            t.closed = True
             t.cur, t.last, t.nxt, t.trigger = 1, 0, None, core.NEVER
             t.notify()
-            if tail is not None:
-                await self._give_back(t.name, *tail)
+        self._sf, self._sf_i = [], 0
+        # Every tag's tail, each on the connection that took it.
+        for name, tail in returns:
+            await self._give_back(name, *tail)
         for node in self._conns:
             await node.close()
 

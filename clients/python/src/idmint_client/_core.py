@@ -3,6 +3,7 @@ classification, range sizing and counters. Nothing here does I/O."""
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 import time
@@ -18,6 +19,13 @@ from ._errors import AuthError, ConfigError, IdmintError, TagExhausted, TooManyT
 
 #: An ID above every u64, for "no refill trigger".
 NEVER = 1 << 65
+
+#: The most snowflakes one `snowflakes(n)` call hands out.
+MAX_SNOWFLAKES = 10_000
+
+#: How long to wait before asking again when a snowflake batch brought nothing new (a node
+#: whose clock is behind the IDs already handed out).
+SNOWFLAKE_PAUSE = 0.001
 
 #: The text of the node's answer to a count above its `--max-count`.
 _COUNT_LIMIT = re.compile(r"count must be between 1 and (\d+)")
@@ -89,6 +97,57 @@ class Settings:
         return kwargs
 
 
+def check_count(n: Any) -> int:
+    """`n` of `snowflakes(n)`, checked: an int in 1..=MAX_SNOWFLAKES."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_SNOWFLAKES:
+        raise ConfigError(f"n must be an int in 1..={MAX_SNOWFLAKES}, got {n!r}")
+    return n
+
+
+def own_auth(
+    kwargs: Dict[str, Any], connection_class: type
+) -> Tuple[Dict[str, Any], Optional[Tuple[Any, ...]]]:
+    """The keyword arguments of a node's connections and the AUTH command to send as their
+    first command (None: none).
+
+    The token is not left to redis-py's handshake: there the answer of a node that refuses the
+    connection (`-ERR max number of clients reached`, sent at accept) can come back as an
+    authentication error, and a full node would be taken for a wrong token. Sent as the first
+    command, AUTH's reply keeps its code. This needs a connection that sends nothing before it:
+    RESP2 (no HELLO) and no `CLIENT SETINFO`. A caller that asks for RESP3 or brings a
+    credential provider keeps redis-py's handshake."""
+    kw = dict(kwargs)
+    if kw.get("credential_provider") is not None or kw.get("protocol") not in (None, 2, "2"):
+        return kw, None
+    kw["protocol"] = 2
+    params = set()
+    for klass in getattr(connection_class, "__mro__", ()):  # __init__ passes **kwargs on
+        try:
+            params.update(inspect.signature(klass.__init__).parameters)
+        except (TypeError, ValueError):
+            pass
+    if "driver_info" in params:
+        kw.setdefault("driver_info", None)
+    elif "lib_name" in params:
+        kw.setdefault("lib_name", None)
+        kw.setdefault("lib_version", None)
+    if kw.get("maint_notifications_config") is not None:
+        kw["maint_notifications_config"] = None  # RESP3 only (redis-py 7+ sets it on its pools)
+    password = kw.pop("password", None)
+    username = kw.pop("username", None)
+    if password is None:
+        return kw, None
+    if username:
+        return kw, ("AUTH", username, password)
+    return kw, ("AUTH", password)
+
+
+def check_auth_reply(reply: Any) -> None:
+    """Raises unless `reply` is AUTH's +OK."""
+    if reply not in (b"OK", "OK", True):
+        raise rex.AuthenticationError(f"AUTH answered {reply!r}")
+
+
 def label(url: str) -> str:
     """A node's name in counters and messages: its host and port, never its password."""
     parts = urlsplit(url)
@@ -138,8 +197,13 @@ class NodeSet:
             return [soonest], max(wait, 0.0)
 
     def failed(self, index: int, now: float) -> None:
+        """Node `index` failed. Requests that were in flight together fail together: the
+        back-off steps up (and the failure is counted) only when the node is not already
+        avoided."""
         with self._lock:
             node = self.nodes[index]
+            if node.avoid_until > now:
+                return
             s = self._settings
             node.backoff = s.backoff if node.backoff == 0 else min(node.backoff * 2, s.max_backoff)
             node.avoid_until = now + node.backoff
@@ -170,45 +234,81 @@ _AUTH_ERRORS = _classes(
     "AuthenticationError",
     "AuthorizationError",
     "NoPermissionError",
-    "AuthenticationWrongNumberOfArgsError",
 )
-_TRY_AGAIN = _classes("TryAgainError")
 
 # What a failed call means for the client.
-NODE_DOWN = "node_down"  # connection refused/reset, timeout, TRYAGAIN: avoid it, try another
+NODE_DOWN = "node_down"  # no connection, a timeout, any unexpected reply: avoid it, try another
 AUTH = "auth"  # token refused by this node: try another, AuthError if none accepts
-FATAL = "fatal"  # a typed error the caller gets at once
+FATAL = "fatal"  # a refusal no retry changes: the caller gets a typed error at once
 RESIZE = "resize"  # count above the node's --max-count: ask again for fewer
+
+#: The codes of a refused token.
+_AUTH_CODES = ("WRONGPASS", "NOAUTH", "NOPERM")
+
+#: What a node without tokens answers a token: a refusal too (configuration, not an outage).
+_NO_PASSWORD = "AUTH <password> called without"
+
+#: The starts of the `-ERR` replies that are refusals (no other node nor later try answers
+#: otherwise). Every other error reply (`-ERR max number of clients reached`, `-TRYAGAIN`,
+#: anything new) is the node's failure.
+REFUSALS = (
+    "tag_exhausted",
+    "too_many_tags",
+    "invalid tag",
+    "invalid argument",
+    "unknown tag",
+    "count must be",
+    "unknown command",
+    "wrong number of arguments",
+    "syntax error",
+    "value is not an integer",
+)
+
+_CODE = re.compile(r"[A-Z][A-Z_]*$")
+
+
+def reply_code(error: BaseException) -> Tuple[Optional[str], str]:
+    """The code and the text after it of an error reply (redis-py strips the code of the
+    codes it knows and keeps it in `status_code`, since 5.x; older versions lose it)."""
+    text = str(error)
+    code = getattr(error, "status_code", None)
+    if code:
+        if text.startswith(code + " "):
+            text = text[len(code) + 1 :]
+        return str(code), text
+    head, _, rest = text.partition(" ")
+    if _CODE.match(head) and rest:
+        return head, rest
+    if isinstance(error, rex.ResponseError):
+        return "ERR", text  # a plain ResponseError: "ERR " was stripped
+    return None, text
 
 
 def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
     """What to do about `error` raised by a node call, and the error to raise (for AUTH and
-    FATAL)."""
-    if isinstance(error, _AUTH_ERRORS):
-        return AUTH, AuthError(str(error) or type(error).__name__)
-    if isinstance(error, _TRY_AGAIN):
-        return NODE_DOWN, None
-    if isinstance(error, rex.ResponseError):
-        text = str(error)
-        code = getattr(error, "status_code", None)
-        if text.startswith("TRYAGAIN") or code == "TRYAGAIN" or "temporarily unavailable" in text:
+    FATAL). Refusals are an allow-list; anything else is the node's failure."""
+    if not isinstance(error, rex.RedisError):
+        if isinstance(error, (OSError, EOFError)):
             return NODE_DOWN, None
-        if text.startswith(("NOAUTH", "WRONGPASS", "NOPERM")) or "Authentication required" in text:
-            return AUTH, AuthError(text)
-        if "tag_exhausted" in text:
+        return FATAL, IdmintError(f"unexpected error: {type(error).__name__}: {error}")
+    code, text = reply_code(error)
+    if code in _AUTH_CODES or (code == "ERR" and text.startswith(_NO_PASSWORD)):
+        return AUTH, AuthError(f"{code} {text}")
+    if code is None and isinstance(error, _AUTH_ERRORS) and "max number of clients" not in text:
+        # An authentication error of redis-py's own (a handshake the caller asked for), or of a
+        # redis-py that does not keep the code.
+        return AUTH, AuthError(text or type(error).__name__)
+    if code == "ERR" and text.startswith(REFUSALS):
+        if text.startswith("tag_exhausted"):
             return FATAL, TagExhausted(text)
-        if "too_many_tags" in text:
+        if text.startswith("too_many_tags"):
             return FATAL, TooManyTags(text)
         if _COUNT_LIMIT.search(text):
             return RESIZE, None
         return FATAL, IdmintError(f"the node refused the command: {text}")
-    if isinstance(error, (rex.ConnectionError, rex.TimeoutError, OSError, EOFError)):
-        return NODE_DOWN, None
-    if isinstance(error, rex.RedisError):
-        # A reply the client could not read (InvalidResponse and the like): the connection is
-        # not to be trusted, another node may do better.
-        return NODE_DOWN, None
-    return FATAL, IdmintError(f"unexpected error: {type(error).__name__}: {error}")
+    # TRYAGAIN (the node's store is down), a full node, a connection lost or timed out, a
+    # reply the client could not read, an error reply it does not know: try another node.
+    return NODE_DOWN, None
 
 
 def count_limit(error: BaseException) -> Optional[int]:

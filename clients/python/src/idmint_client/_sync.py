@@ -22,6 +22,9 @@ class _Node:
     def __init__(self, index: int, url: str, kwargs: Dict[str, Any]) -> None:
         self.index = index
         self.pool = redis.ConnectionPool.from_url(url, **kwargs)
+        self.conn_kwargs, self.auth = core.own_auth(
+            self.pool.connection_kwargs, self.pool.connection_class
+        )
         self.lock = threading.Lock()
         self.conn: Optional[Any] = None
         self.generation = 0
@@ -35,14 +38,25 @@ class _Node:
                 return None, -1
             try:
                 if conn is None:
-                    conn = self.pool.connection_class(**self.pool.connection_kwargs)
+                    conn = self.pool.connection_class(**self.conn_kwargs)
                     self.generation += 1
                     self.conn = conn
                     conn.connect()
+                    if self.auth is not None:
+                        # The token as the first command: its reply keeps its code (a full
+                        # node's `-ERR max number of clients reached` is not a wrong token).
+                        conn.send_command(*self.auth)
+                        try:
+                            core.check_auth_reply(conn.read_response())
+                        except BaseException:
+                            self._drop()  # not authenticated: of no use
+                            raise
                 conn.send_command(*args)
                 return conn.read_response(), self.generation
             except redis.exceptions.ResponseError:
-                raise  # an error reply: the connection is still in step
+                # An error reply (-TRYAGAIN included): the connection is still in step, and
+                # keeps what it may give back.
+                raise
             except BaseException:
                 self._drop()
                 raise
@@ -86,10 +100,12 @@ class _Tag:
         "error",
         "cause",
         "sizer",
+        "closed",
     )
 
     def __init__(self, name: str, settings: core.Settings) -> None:
         self.name = name
+        self.closed = False  # close() took the tail back: nothing more goes in
         self.lock = threading.Lock()
         self.cond = threading.Condition(self.lock)
         self.cur = 1
@@ -213,6 +229,10 @@ class Client:
             with self._lock:
                 t = self._tags.get(tag)
                 if t is None:
+                    # Under the lock close() sets `_closed` with: a buffer is either in close's
+                    # snapshot or never made.
+                    if self._closed:
+                        raise ClientClosed("the client is closed")
                     t = _Tag(tag, self._s)
                     self._tags[tag] = t
         return t
@@ -229,11 +249,11 @@ class Client:
                     if v >= t.trigger:
                         self._start_refill(t)
                     return v
+                if self._closed:
+                    raise ClientClosed("the client is closed")
                 if t.nxt is not None:
                     self._swap(t)
                     continue
-                if self._closed:
-                    raise ClientClosed("the client is closed")
                 if t.fail_seq != seq and t.error is not None:
                     raise t.error
                 self._start_refill(t)
@@ -291,9 +311,14 @@ class Client:
         self._stats.add("ranges_fetched")
         self._stats.add("ids_fetched", last - first + 1)
         with t.cond:
+            t.refilling = False
+            if t.closed:
+                # close() has taken the buffer's tail back: a range that comes after it is
+                # neither handed out nor given back (a gap, never a duplicate).
+                t.cond.notify_all()
+                return
             t.high = last
             t.nxt = (first, last, node, gen)
-            t.refilling = False
             if t.cur > t.last:
                 self._swap(t)
             t.cond.notify_all()
@@ -361,9 +386,10 @@ class Client:
                     cause = error
                     if t is not None:
                         t.cause = error
-                    self._nodes.failed(index, core.now())
                     if kind == core.AUTH:
-                        auth = typed
+                        auth = typed  # the node answers: a refusal, not a failure
+                    else:
+                        self._nodes.failed(index, core.now())
                     continue
                 self._nodes.worked(index)
                 return result
@@ -377,42 +403,61 @@ class Client:
         return self.snowflakes(1)[0]
 
     def snowflakes(self, n: int) -> List[int]:
-        """`n` snowflake IDs, ascending, above every snowflake this client handed out."""
-        if n < 1:
-            raise core.ConfigError("n must be at least 1")
-        out: List[int] = []
+        """`n` snowflake IDs (1..=10000), ascending, above every snowflake this client handed
+        out."""
+        core.check_count(n)
         deadline = core.now() + self._s.max_wait
         with self._sf_lock:
-            while True:
-                batch, i = self._sf, self._sf_i
-                if i < len(batch):
-                    if core.now() - self._sf_at <= self._s.snowflake_max_age:
-                        last = self._sf_last
-                        while i < len(batch) and len(out) < n:
-                            v = batch[i]
-                            i += 1
-                            if v > last:
-                                out.append(v)
-                                last = v
-                            else:
-                                self._stats.add("snowflakes_dropped")
-                        self._sf_i, self._sf_last = i, last
-                        if len(out) == n:
-                            return out
-                        continue
-                    # Too old to be handed out: drop it, and ask for fewer next time.
+            if self._closed:
+                raise ClientClosed("the client is closed")
+            out: List[int] = []
+            batch, i = self._sf, self._sf_i
+            if i < len(batch):
+                if core.now() - self._sf_at <= self._s.snowflake_max_age:
+                    self._sf_i = self._take_snowflakes(batch, i, n, out)
+                else:
+                    # Leftovers too old to be handed out: drop them, ask for fewer next time.
                     self._stats.add("snowflakes_expired", len(batch) - i)
                     self._sf_size = max(1, self._sf_size // 2)
-                elif batch:
-                    # Used up in time: ask for more next time.
-                    self._sf_size = min(self._s.snowflake_batch, self._sf_size * 2)
-                self._sf, self._sf_i = [], 0
+                    self._sf, self._sf_i = [], 0
+            elif batch:
+                # Used up in time: ask for more next time.
+                self._sf_size = min(self._s.snowflake_batch, self._sf_size * 2)
+            while len(out) < n:
                 if self._closed:
                     raise ClientClosed("the client is closed")
                 want = min(max(self._sf_size, n - len(out)), self._cap)
-                self._fetch_snowflakes(want, deadline)
+                ids, asked = self._fetch_snowflakes(want, deadline)
+                # The batch serves its caller whatever the round trip took: the age bound is
+                # for leftovers only (else a round trip above snowflake_max_age starves).
+                before = len(out)
+                self._sf, self._sf_at = ids, asked
+                self._sf_i = self._take_snowflakes(ids, 0, n, out)
+                if len(out) == before:
+                    # Nothing above the last one handed out (a node whose clock is behind):
+                    # not straight back to the nodes.
+                    self._closing.wait(core.SNOWFLAKE_PAUSE)
+            return out
 
-    def _fetch_snowflakes(self, count: int, deadline: float) -> None:
+    def _take_snowflakes(self, batch: List[int], i: int, n: int, out: List[int]) -> int:
+        """Moves IDs of `batch` from `i` on to `out` (up to `n` there), skipping those not
+        above the last handed out. Returns the next index. Under _sf_lock."""
+        last = self._sf_last
+        dropped = 0
+        while i < len(batch) and len(out) < n:
+            v = batch[i]
+            i += 1
+            if v > last:
+                out.append(v)
+                last = v
+            else:
+                dropped += 1
+        self._sf_last = last
+        if dropped:
+            self._stats.add("snowflakes_dropped", dropped)
+        return i
+
+    def _fetch_snowflakes(self, count: int, deadline: float) -> Tuple[List[int], float]:
         def op(node: _Node) -> List[int]:
             reply, _, asked = self._counted(node, lambda n: ("IDMINT.SNOWFLAKE", "COUNT", n), count)
             return core.parse_ids(reply, asked)
@@ -421,7 +466,7 @@ class Client:
         ids = self._failover(op, deadline, None)
         self._stats.add("snowflake_batches")
         self._stats.add("snowflakes_fetched", len(ids))
-        self._sf, self._sf_i, self._sf_at = ids, 0, asked
+        return ids, asked
 
     # ---- the rest ----------------------------------------------------------------------
 
@@ -439,8 +484,9 @@ class Client:
             if self._closed:
                 return
             self._closed = True
+            # Taken under the lock: a tag made after this is refused (see `_tag`).
+            tags = list(self._tags.values())
         self._closing.set()
-        tags = list(self._tags.values())
         threads = []
         for t in tags:
             with t.cond:
@@ -450,13 +496,19 @@ class Client:
         budget = self._s.socket_timeout + self._s.connect_timeout + 1.0
         for thread in threads:
             thread.join(budget)
+        returns = []
         for t in tags:
             with t.cond:
-                tail = _unused_tail(t)
+                returns.extend((t.name, tail) for tail in _unused_tails(t))
+                t.closed = True
                 t.cur, t.last, t.nxt, t.trigger = 1, 0, None, core.NEVER
                 t.cond.notify_all()
-            if tail is not None:
-                self._give_back(t.name, *tail)
+        with self._sf_lock:
+            self._sf, self._sf_i = [], 0
+        # Every tag's tail, each on the connection that took it (a node remembers the last
+        # runs of a connection's last 8 tags).
+        for name, tail in returns:
+            self._give_back(name, *tail)
         for node in self._conns:
             node.close()
 
@@ -481,17 +533,21 @@ class Client:
         return f"<idmint_client.Client nodes={[n.label for n in self._nodes.nodes]}>"
 
 
-def _unused_tail(t: Any) -> Optional[Tuple[int, int, int, int]]:
-    """What of a tag's buffers can go back: the unused IDs at the end of what was taken last on
-    one connection, as (first, last, node, generation). The node takes back only the end of
-    the last runs that connection took: the next range, joined to the current one's rest when
-    they are contiguous from the same connection; else the current range's rest."""
-    rest = (t.cur, t.last) if t.cur <= t.last else None
-    if t.nxt is not None:
-        first, last, node, gen = t.nxt
-        if rest is not None and t.cur_from == (node, gen) and rest[1] + 1 == first:
-            return rest[0], last, node, gen
-        return first, last, node, gen
-    if rest is not None and t.cur_from[0] >= 0:
-        return rest[0], rest[1], t.cur_from[0], t.cur_from[1]
-    return None
+def _unused_tails(t: Any) -> List[Tuple[int, int, int, int]]:
+    """What of a tag's buffers can go back, as (first, last, node, generation): the unused IDs
+    at the end of the last runs each connection took of the tag. The next range, joined to the
+    current one's rest when they are contiguous from the same connection; else each on its own
+    (the current range's rest only when taken on another connection than the next range: on the
+    same one the next range came after it)."""
+    rest = (t.cur, t.last) if t.cur <= t.last and t.cur_from[0] >= 0 else None
+    cur_node, cur_gen = t.cur_from
+    if t.nxt is None:
+        return [] if rest is None else [(rest[0], rest[1], cur_node, cur_gen)]
+    first, last, node, gen = t.nxt
+    if rest is None:
+        return [(first, last, node, gen)]
+    if (cur_node, cur_gen) == (node, gen):
+        if rest[1] + 1 == first:
+            return [(rest[0], last, node, gen)]
+        return [(first, last, node, gen)]
+    return [(first, last, node, gen), (rest[0], rest[1], cur_node, cur_gen)]

@@ -410,3 +410,53 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
         .unwrap();
     assert!(error.to_string().contains("nodes"), "{error}");
 }
+
+/// The Python package's own tests (`clients/python/tests`, plain unittest) against this
+/// build's `idmint`: sync and asyncio clients, failover, give-back, snowflake order and age.
+#[test]
+fn the_python_package_passes_its_own_tests() {
+    let output = Command::new(&libraries().python)
+        .args(["-m", "unittest", "discover", "-s"])
+        .arg(repo().join("clients/python/tests"))
+        .env("IDMINT_BIN", env!("CARGO_BIN_EXE_idmint"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{text}");
+    let ran = text.lines().find(|l| l.starts_with("Ran ")).unwrap_or("?");
+    eprintln!("clients/python/tests: {ran}");
+    assert!(!ran.starts_with("Ran 0"), "{text}");
+}
+
+/// A node with TLS and a token: the Rust client trusts the operator's CA and mints.
+#[test]
+fn the_rust_client_reaches_a_node_over_tls() {
+    let dir = crate::security::folder("sdk-tls");
+    let (ca, cert, key) = crate::security::certificates(&dir, "sdk");
+    let flags = [
+        "--admin-token",
+        TOKEN,
+        "--tls-cert",
+        cert.to_str().unwrap(),
+        "--tls-key",
+        key.to_str().unwrap(),
+    ];
+    let server = Server::start_with(&crate::common::sqlite_url("sdk-tls"), "sdk-tls", &flags);
+    let node = server.resp.replace("redis://", "rediss://");
+    let config = ClientConfig::new([node.clone()])
+        .with_token(TOKEN)
+        .with_ca_pem(std::fs::read(&ca).unwrap());
+    let client = BlockingClient::new(config).unwrap();
+    let first = client.next("tls").unwrap();
+    assert!(client.next("tls").unwrap() > first);
+    assert!(client.snowflake().unwrap() > 0);
+    drop(client);
+    // Without the CA the node's certificate is not trusted: a failure, never an ID.
+    let untrusting = ClientConfig::new([node])
+        .with_token(TOKEN)
+        .with_max_wait(Duration::from_millis(500));
+    let client = BlockingClient::new(untrusting).unwrap();
+    assert!(client.next("tls").is_err());
+    drop(client);
+    server.stop();
+}

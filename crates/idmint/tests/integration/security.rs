@@ -26,7 +26,7 @@ const PROMETHEUS: &str = "prometheus-secret-0123456789ab";
 const READ_WITHIN: Duration = Duration::from_secs(10);
 
 /// A folder for this test's files.
-fn folder(name: &str) -> PathBuf {
+pub(crate) fn folder(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("idmint-security")
         .join(format!("{name}-{}", std::process::id()));
@@ -553,7 +553,7 @@ fn settings_files_with_secrets_are_never_quoted_in_errors() {
 }
 
 /// A CA and a server certificate for 127.0.0.1 signed by it, written as PEM files.
-fn certificates(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
+pub(crate) fn certificates(dir: &Path, name: &str) -> (PathBuf, PathBuf, PathBuf) {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
