@@ -1,10 +1,8 @@
 //! The async client.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use arc_swap::ArcSwap;
 use idmint_core::{Clock, SegmentBuffer, SegmentConfig, SystemClock, Tag};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
@@ -15,6 +13,7 @@ use crate::nodes::Nodes;
 use crate::remote_ranges::RemoteRanges;
 use crate::snowflakes::Snowflakes;
 use crate::stats::ClientStats;
+use crate::tag_table::TagTable;
 
 /// A client of idmint nodes that hands IDs out of its own memory.
 ///
@@ -36,17 +35,12 @@ struct Inner {
     ranges: Arc<RemoteRanges>,
     clock: Arc<dyn Clock>,
     runtime: Handle,
-    /// The tags' buffers: read without a lock on every call; a new tag copies the map.
-    buffers: ArcSwap<Buffers>,
+    /// The tags' buffers, found without a lock or a shared write on every call.
+    buffers: TagTable,
     adding: Mutex<()>,
     snowflakes: Snowflakes,
     closed: AtomicBool,
 }
-
-/// The buffers by tag name. foldhash: a tag name is hashed on every `next(tag)`, and SipHash
-/// (the standard map's, made to resist collision flooding) would cost more than the rest of the
-/// call; the names come from the program, not from an attacker.
-type Buffers = HashMap<Box<str>, Arc<SegmentBuffer>, foldhash::fast::RandomState>;
 
 /// One tag's IDs, for a loop that draws many: no lookup by name per call. It draws from the
 /// client's buffer of the tag, so it stops (with [`Error::Closed`]) once the client is closed.
@@ -121,7 +115,7 @@ impl Client {
                 ranges,
                 clock: Arc::new(SystemClock::new()),
                 runtime,
-                buffers: ArcSwap::from_pointee(Buffers::default()),
+                buffers: TagTable::new(),
                 adding: Mutex::new(()),
                 snowflakes,
                 closed: AtomicBool::new(false),
@@ -142,7 +136,7 @@ impl Client {
     /// The next ID of `tag` if one is in memory: no waiting, no reference count touched.
     #[inline]
     pub(crate) fn try_next(&self, tag: &str) -> Option<u64> {
-        self.inner.buffers.load().get(tag)?.try_next()
+        self.inner.buffers.with(tag, |b| b.try_next())?
     }
 
     /// A handle on `tag` for drawing many IDs (skips the lookup by name).
@@ -178,7 +172,7 @@ impl Client {
             if self.inner.closed.swap(true, Ordering::AcqRel) {
                 return 0;
             }
-            self.inner.buffers.load().values().cloned().collect()
+            self.inner.buffers.all()
         };
         // Every tag at once: a node that hangs costs one wait, not one per tag.
         let closing: Vec<_> = buffers
@@ -211,8 +205,8 @@ impl Client {
     /// The buffer of `tag`, made on first use.
     #[inline]
     fn buffer(&self, tag: &str) -> Result<Arc<SegmentBuffer>> {
-        if let Some(buffer) = self.inner.buffers.load().get(tag) {
-            return Ok(buffer.clone());
+        if let Some(buffer) = self.inner.buffers.with(tag, Arc::clone) {
+            return Ok(buffer);
         }
         self.add_buffer(tag)
     }
@@ -224,9 +218,8 @@ impl Client {
         let _adding = self.inner.adding();
         // Checked again under the lock `close` takes: no buffer is added after its snapshot.
         self.check_open()?;
-        let current = self.inner.buffers.load_full();
-        if let Some(buffer) = current.get(name) {
-            return Ok(buffer.clone());
+        if let Some(buffer) = self.inner.buffers.with(name, Arc::clone) {
+            return Ok(buffer);
         }
         let config = &self.inner.config;
         let segment = SegmentConfig {
@@ -243,9 +236,7 @@ impl Client {
             segment,
             self.inner.runtime.clone(),
         );
-        let mut map = Buffers::clone(&current);
-        map.insert(name.into(), buffer.clone());
-        self.inner.buffers.store(Arc::new(map));
+        self.inner.buffers.insert(name, buffer.clone());
         Ok(buffer)
     }
 }
@@ -260,7 +251,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("nodes", &self.inner.config.nodes)
-            .field("tags", &self.inner.buffers.load().len())
+            .field("tags", &self.inner.buffers.all().len())
             .field("closed", &self.inner.closed.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
@@ -273,7 +264,7 @@ impl Drop for Inner {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let buffers: Vec<_> = self.buffers.load().values().cloned().collect();
+        let buffers = self.buffers.all();
         if buffers.is_empty() {
             return;
         }

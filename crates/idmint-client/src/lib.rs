@@ -43,6 +43,7 @@ mod nodes;
 mod remote_ranges;
 mod snowflakes;
 mod stats;
+mod tag_table;
 
 pub use blocking::{BlockingClient, BlockingTagIds};
 pub use client::{Client, TagIds};
