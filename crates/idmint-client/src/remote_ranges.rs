@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -23,6 +24,18 @@ pub(crate) struct RemoteRanges {
     max_wait: Duration,
     /// Per tag: the last ID of the last range, and the node that gave it.
     last: Mutex<HashMap<Tag, (u64, usize)>>,
+    /// The largest range the nodes grant (their `--max-count`), once one refused more.
+    largest: AtomicU64,
+}
+
+/// The `N` of a node's "count must be between 1 and N" refusal.
+fn largest_count(error: &CoreError) -> Option<u64> {
+    let CoreError::StoreInvalid { message, .. } = error else {
+        return None;
+    };
+    let after = message.split("count must be between 1 and ").nth(1)?;
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&n| n > 0)
 }
 
 impl std::fmt::Debug for RemoteRanges {
@@ -37,6 +50,7 @@ impl RemoteRanges {
             nodes,
             max_wait,
             last: Mutex::new(HashMap::new()),
+            largest: AtomicU64::new(u64::MAX),
         }
     }
 
@@ -49,12 +63,26 @@ impl RemoteRanges {
 impl RangeSource for RemoteRanges {
     async fn allocate(&self, tag: &Tag, step: u64) -> idmint_core::Result<Range<u64>> {
         let above = self.last().get(tag).map(|&(id, _)| id);
-        let mut cmd = redis::cmd("IDMINT.RANGE");
-        cmd.arg(tag.as_str()).arg(step);
-        if let Some(above) = above {
-            cmd.arg("ABOVE").arg(above);
-        }
-        let (node, (first, last)) = self.nodes.call::<(u64, u64)>(&cmd, self.max_wait).await?;
+        let mut step = step.min(self.largest.load(Ordering::Relaxed));
+        let (node, (first, last)) = loop {
+            let mut cmd = redis::cmd("IDMINT.RANGE");
+            cmd.arg(tag.as_str()).arg(step);
+            if let Some(above) = above {
+                cmd.arg("ABOVE").arg(above);
+            }
+            match self.nodes.call::<(u64, u64)>(&cmd, self.max_wait).await {
+                Ok(answer) => break answer,
+                // The nodes' `--max-count` is below the client's `max_step`: ask for less, from
+                // now on, rather than fail every refill once the rate grows.
+                Err(error) => match largest_count(&error).filter(|&n| n < step) {
+                    Some(largest) => {
+                        self.largest.store(largest, Ordering::Relaxed);
+                        step = largest;
+                    }
+                    None => return Err(error),
+                },
+            }
+        };
         let floor = above.unwrap_or(0);
         if first > last || first <= floor || last == u64::MAX || last - first >= step {
             // A node that breaks the contract: never hand its IDs out.

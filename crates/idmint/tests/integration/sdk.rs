@@ -367,6 +367,14 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     assert!(flakes.windows(2).all(|w| w[0] < w[1]));
     drop(client);
 
+    // A client that asks for more than the node's --max-count learns the node's limit.
+    let large = config().with_steps(20_000, 50_000);
+    let client = BlockingClient::new(large).unwrap();
+    let ids: Vec<u64> = (0..25_000).map(|_| client.next("large").unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert!(client.stats().ranges >= 3, "{:?}", client.stats());
+    drop(client);
+
     // A bad tag and a wrong token are refusals, answered at once, not after max_wait.
     let client = BlockingClient::new(config()).unwrap();
     let started = Instant::now();
