@@ -20,6 +20,11 @@ use crate::telemetry::{self, STORE_CALL_SECONDS, STORE_ERRORS};
 /// `store` with every call measured.
 pub fn metered(store: Store) -> Store {
     telemetry::describe_store_and_resp();
+    // The failures an operator alerts on exist from the start, at 0, so a rate over them
+    // works before the first one (Prometheus cannot rate a series that is not there yet).
+    for op in ["allocate", "renew"] {
+        metrics::counter!(STORE_ERRORS, "op" => op, "kind" => "unavailable").absolute(0);
+    }
     layered(store, Metered)
 }
 

@@ -468,6 +468,21 @@ impl SnowflakeGenerator {
         self.granted_tick.load(Ordering::Relaxed)
     }
 
+    /// How far the granted high-water mark is ahead of the clock, in ms: how long snowflakes
+    /// keep flowing if the store stops confirming the lease now. Negative when the clock has
+    /// passed it (the generator then waits for the store).
+    pub fn granted_lead_ms(&self) -> i64 {
+        let now = self.now_tick().unwrap_or(0);
+        let granted = self.granted_tick();
+        let ahead =
+            i64::try_from(granted.abs_diff(now).saturating_mul(self.unit_ms)).unwrap_or(i64::MAX);
+        if granted >= now {
+            ahead
+        } else {
+            -ahead
+        }
+    }
+
     /// The highest tick issued so far (or, before the first ID, the tick below the start); a
     /// tick above it when single IDs were taken and left unused at a gate, the safe side for
     /// an HWM written from it.

@@ -12,9 +12,9 @@ use super::errors::ApiError;
 use super::state::AppState;
 use crate::ids::Ids;
 use crate::telemetry::{
-    tag_label, CLOCK_DIVERGENCE_MS, LEASE_HELD, OTHER_TAGS, SEGMENT_BUFFERED_IDS,
-    SEGMENT_BUFFER_SECONDS, SEGMENT_RATE, SEGMENT_STEP, SNOWFLAKE_LEAD_MS, STORE_PROBE_MS,
-    STORE_UP, WORKER_ID,
+    tag_label, CLOCK_DIVERGENCE_MS, LEASE_HELD, LEASE_HWM_LEAD_MS, OTHER_TAGS,
+    SEGMENT_BUFFERED_IDS, SEGMENT_BUFFER_SECONDS, SEGMENT_RATE, SEGMENT_STEP, SNOWFLAKE_LEAD_MS,
+    STORE_PROBE_MS, STORE_UP, WORKER_ID,
 };
 
 /// How long a scrape waits for each store of a set (they are asked at once).
@@ -26,6 +26,7 @@ fn refresh_gauges(ids: &Ids) {
     metrics::gauge!(LEASE_HELD).set(if keeper.is_held() { 1.0 } else { 0.0 });
     metrics::gauge!(WORKER_ID).set(keeper.lease().worker_id as f64);
     metrics::gauge!(SNOWFLAKE_LEAD_MS).set(keeper.generator().lead_ms() as f64);
+    metrics::gauge!(LEASE_HWM_LEAD_MS).set(keeper.generator().granted_lead_ms() as f64);
     metrics::gauge!(CLOCK_DIVERGENCE_MS).set(ids.clock().divergence_ms() as f64);
     // The tags beyond `METRIC_TAGS` are summed into one series (their shortest buffer time,
     // their largest step), so a scrape stays small whatever the number of tags.

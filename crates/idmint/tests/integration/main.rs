@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks, store sets. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, the Grafana dashboard's metrics, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, start-up checks, store sets. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -8,6 +8,7 @@ mod client;
 mod clients;
 mod common;
 mod damaged_store;
+mod dashboard;
 mod hostile_input;
 mod id_space;
 mod layout_end;

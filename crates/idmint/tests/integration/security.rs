@@ -49,7 +49,7 @@ fn tokens_file(dir: &Path, orders: &str) -> PathBuf {
     path
 }
 
-fn address(url: &str) -> SocketAddr {
+pub(crate) fn address(url: &str) -> SocketAddr {
     url.trim_start_matches("http://")
         .trim_start_matches("redis://")
         .trim_end_matches('/')
@@ -59,7 +59,12 @@ fn address(url: &str) -> SocketAddr {
 
 /// `METHOD path` over a fresh connection, with the token when given: the status, the
 /// response head and the body.
-fn http(addr: SocketAddr, method: &str, path: &str, token: Option<&str>) -> (u16, String, String) {
+pub(crate) fn http(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    token: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream.set_read_timeout(Some(READ_WITHIN)).unwrap();
     let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
@@ -79,12 +84,12 @@ fn http(addr: SocketAddr, method: &str, path: &str, token: Option<&str>) -> (u16
 }
 
 /// A Redis-protocol connection speaking raw RESP, one reply line at a time.
-struct Resp {
+pub(crate) struct Resp {
     reader: BufReader<TcpStream>,
 }
 
 impl Resp {
-    fn connect(addr: SocketAddr) -> Self {
+    pub(crate) fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr).unwrap();
         stream.set_read_timeout(Some(READ_WITHIN)).unwrap();
         Self {
@@ -117,7 +122,7 @@ impl Resp {
         line.trim_end().to_owned()
     }
 
-    fn call(&mut self, args: &[&str]) -> String {
+    pub(crate) fn call(&mut self, args: &[&str]) -> String {
         self.send(args);
         self.reply()
     }
