@@ -41,8 +41,6 @@ pub const SNOWFLAKE_LEAD_MS: &str = "idmint_snowflake_lead_ms";
 /// Gauge: how far the worker lease's high-water mark, confirmed by the store, is ahead of the
 /// clock, in ms: how long snowflakes keep flowing if the store stops answering now.
 pub const LEASE_HWM_LEAD_MS: &str = "idmint_lease_hwm_lead_ms";
-/// Histogram: latency of HTTP requests, label `route` (the route's pattern).
-pub const HTTP_REQUEST_SECONDS: &str = "idmint_http_request_seconds";
 /// Gauge: the wall clock minus the generators' clock, in ms (negative after a step back).
 pub const CLOCK_DIVERGENCE_MS: &str = "idmint_clock_divergence_ms";
 /// Histogram: latency of store calls, label `op`.
@@ -106,11 +104,7 @@ impl Recorded {
             metrics::Unit::Milliseconds,
             "How far the store-confirmed high-water mark is ahead of the clock"
         );
-        metrics::describe_histogram!(
-            HTTP_REQUEST_SECONDS,
-            metrics::Unit::Seconds,
-            "Latency of HTTP requests, by route"
-        );
+
         metrics::describe_gauge!(
             SNOWFLAKE_LEAD_MS,
             metrics::Unit::Milliseconds,

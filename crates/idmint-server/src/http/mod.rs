@@ -84,7 +84,6 @@ mod listener;
 mod metrics;
 mod params;
 mod state;
-mod timing;
 
 use std::fmt;
 use std::sync::Arc;
@@ -216,7 +215,6 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
         .merge(scoped(metrics, Need::Metrics))
         .merge(scoped(admin, Need::Admin))
         .merge(health)
-        .route_layer(axum::middleware::from_fn(timing::time))
         .fallback(errors::not_found)
         .method_not_allowed_fallback(errors::method_not_allowed)
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
