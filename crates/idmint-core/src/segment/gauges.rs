@@ -14,7 +14,31 @@ use super::SegmentBuffer;
 /// idle tag's rate (and so its outage budget) follows reality without any traffic.
 const REFRESH_AFTER_MS: u64 = 1_000;
 
+/// What a buffer holds, for an operator's page: the current range, the next if loaded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holdings {
+    /// The range being handed out, as the store allocated it (empty before the first).
+    pub current: std::ops::Range<u64>,
+    /// The next range, when it is loaded (`None`: not fetched yet, or fetching).
+    pub next: Option<std::ops::Range<u64>>,
+}
+
 impl SegmentBuffer {
+    /// The ranges held now; both empty after shutdown.
+    pub fn holdings(&self) -> Holdings {
+        let control = self.control();
+        if control.closed {
+            return Holdings {
+                current: 0..0,
+                next: None,
+            };
+        }
+        Holdings {
+            current: control.current.allocated.clone(),
+            next: control.next.as_ref().map(|n| n.allocated.clone()),
+        }
+    }
+
     /// IDs left in the current segment plus the loaded next one; 0 after shutdown.
     pub(super) fn buffered(&self, control: &Control) -> u64 {
         if control.closed {

@@ -123,6 +123,7 @@ use tokio::sync::watch;
 use self::claim::NoRun;
 pub use self::config::SegmentConfig;
 use self::control::Control;
+pub use self::gauges::Holdings;
 use self::loaded_range::LoadedRange;
 use self::slot::Slot;
 pub use self::source::RangeSource;

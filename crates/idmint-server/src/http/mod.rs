@@ -75,6 +75,7 @@
 
 mod access;
 mod admin;
+mod dashboard;
 mod encode;
 mod errors;
 mod health;
@@ -188,6 +189,8 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
         .route("/v1/tags", get(admin::list_tags))
         .route("/v1/tags/{tag}", get(admin::tag_info).put(admin::put_tag))
         .route("/v1/workers", get(admin::workers))
+        .route("/v1/node", get(dashboard::node))
+        .route("/v1/buffers", get(dashboard::buffers))
         .route_layer(TimeoutLayer::with_status_code(
             StatusCode::SERVICE_UNAVAILABLE,
             REQUEST_TIMEOUT,
@@ -209,7 +212,10 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
     let metrics = Router::new().route("/metrics", get(metrics::render));
     let health = Router::new()
         .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz));
+        .route("/readyz", get(health::readyz))
+        .route("/ui", get(dashboard::page))
+        .route("/cache", get(dashboard::leaf_cache))
+        .route("/db", get(dashboard::leaf_db));
     Router::new()
         .merge(scoped(mint, Need::Mint))
         .merge(scoped(metrics, Need::Metrics))

@@ -490,6 +490,11 @@ impl LeaseKeeper {
         self.retired.get()
     }
 
+    /// This node's name, as its leases record it.
+    pub fn node_name(&self) -> &str {
+        &self.settings.config.node_name
+    }
+
     /// The current lease.
     pub fn lease(&self) -> Lease {
         self.current.load().lease.clone()
