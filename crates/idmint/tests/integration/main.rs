@@ -12,7 +12,7 @@ mod dashboard;
 mod hostile_input;
 mod id_space;
 mod layout_end;
-#[path = "../shared/own_redis.rs"]
+#[path = "../support/own_redis.rs"]
 mod own_redis;
 mod sdk;
 mod security;

@@ -19,7 +19,7 @@ mod load;
 mod node;
 mod nodes;
 mod outage;
-#[path = "../shared/own_redis.rs"]
+#[path = "../support/own_redis.rs"]
 mod own_redis;
 mod store_set;
 
