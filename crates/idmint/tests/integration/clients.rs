@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
-use crate::common::{free_port, sqlite_url, Server};
+use crate::common::{sqlite_url, FixedNode};
 
 const TOKEN: &str = "compat-token";
 
@@ -57,52 +57,14 @@ pub(crate) fn libraries() -> &'static Libraries {
     })
 }
 
-/// A server on fixed ports, so it can be restarted where its clients expect it.
-struct Node {
-    store: String,
-    name: String,
-    http: String,
-    resp: String,
-    server: Option<Server>,
+/// A node with the admin token on a fresh SQLite file, on fixed ports (restartable).
+fn start_node(name: &str) -> FixedNode {
+    FixedNode::start(&sqlite_url(name), name, &["--admin-token", TOKEN])
 }
 
-impl Node {
-    fn start(name: &str) -> Self {
-        let mut node = Self {
-            store: sqlite_url(name),
-            name: name.to_owned(),
-            http: format!("127.0.0.1:{}", free_port()),
-            resp: format!("127.0.0.1:{}", free_port()),
-            server: None,
-        };
-        node.server = Some(node.spawn());
-        node
-    }
-
-    fn spawn(&self) -> Server {
-        Server::start_at(
-            &self.store,
-            &self.name,
-            (&self.http, &self.resp),
-            &["--admin-token", TOKEN],
-            &[],
-        )
-    }
-
-    fn restart(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.stop();
-        }
-        self.server = Some(self.spawn());
-    }
-
-    fn port(&self) -> &str {
-        self.resp.rsplit(':').next().unwrap_or_default()
-    }
-
-    fn url(&self) -> String {
-        format!("redis://:{TOKEN}@{}/", self.resp)
-    }
+/// The node's URL with the token, as the client programs take it.
+fn node_url(node: &FixedNode) -> String {
+    format!("redis://:{TOKEN}@{}/", node.resp)
 }
 
 /// What a client program reported.
@@ -144,7 +106,7 @@ impl Report {
 }
 
 /// Runs a client program against `node`, restarting the server when it asks.
-fn drive(mut program: Command, node: &mut Node) -> Report {
+fn drive(mut program: Command, node: &mut FixedNode) -> Report {
     let host_port = node.resp.clone();
     let (host, port) = host_port.rsplit_once(':').unwrap_or_default();
     let mut child = program
@@ -198,7 +160,7 @@ fn drive(mut program: Command, node: &mut Node) -> Report {
 #[test]
 fn redis_py_sync_and_asyncio_on_resp2_and_resp3() {
     let libraries = libraries();
-    let mut node = Node::start("compat-python");
+    let mut node = start_node("compat-python");
     let mut program = Command::new(&libraries.python);
     program.arg(repo().join("tests/clients/python/compat.py"));
     // 8 sync checks and 3 asyncio checks per protocol, then one reconnect per protocol.
@@ -208,7 +170,7 @@ fn redis_py_sync_and_asyncio_on_resp2_and_resp3() {
 #[test]
 fn node_redis_and_ioredis_on_resp2_and_resp3() {
     let libraries = libraries();
-    let mut node = Node::start("compat-node");
+    let mut node = start_node("compat-node");
     let mut program = Command::new("node");
     program.arg(libraries.node_dir.join("compat.mjs"));
     // 8 checks for each of four clients (node-redis on RESP2 and RESP3, ioredis with its
@@ -220,7 +182,7 @@ fn node_redis_and_ioredis_on_resp2_and_resp3() {
 /// pipelines, RESP3, and the connection manager across a server restart.
 #[test]
 fn the_rust_redis_crate_sync_async_atomic_and_resp3() {
-    let mut node = Node::start("compat-rust");
+    let mut node = start_node("compat-rust");
     let mut seen: HashSet<u64> = HashSet::new();
     let mut fresh = |ids: &[u64]| {
         for id in ids {
@@ -228,7 +190,7 @@ fn the_rust_redis_crate_sync_async_atomic_and_resp3() {
         }
     };
     for protocol in ["", "?protocol=resp3"] {
-        let url = format!("{}{protocol}", node.url());
+        let url = format!("{}{protocol}", node_url(&node));
         let client = redis::Client::open(url.as_str()).unwrap();
         let mut conn = client.get_connection().unwrap();
 
@@ -321,7 +283,7 @@ fn the_rust_redis_crate_sync_async_atomic_and_resp3() {
         .enable_all()
         .build()
         .unwrap();
-    let client = redis::Client::open(node.url().as_str()).unwrap();
+    let client = redis::Client::open(node_url(&node).as_str()).unwrap();
     let mut manager = runtime
         .block_on(redis::aio::ConnectionManager::new(client))
         .unwrap();
@@ -349,7 +311,7 @@ fn the_rust_redis_crate_sync_async_atomic_and_resp3() {
 /// `redis-cli -3` shows RESP3 replies; `redis-benchmark -3` runs `INCR` on every connection.
 #[test]
 fn redis_cli_and_redis_benchmark_speak_resp3() {
-    let node = Node::start("compat-cli");
+    let node = start_node("compat-cli");
     let cli = |args: &[&str]| {
         let output = Command::new("redis-cli")
             .args([

@@ -166,3 +166,74 @@ pub fn ids_of(body: &serde_json::Value) -> Vec<u64> {
         .map(|id| id.as_str().unwrap().parse::<u64>().unwrap())
         .collect()
 }
+
+/// A server on fixed ports, so it can be restarted (or killed and started again) where its
+/// clients expect it.
+pub struct FixedNode {
+    store: String,
+    name: String,
+    flags: Vec<String>,
+    /// `127.0.0.1:PORT` of HTTP.
+    pub http: String,
+    /// `127.0.0.1:PORT` of the Redis protocol.
+    pub resp: String,
+    /// The running process, if any.
+    pub server: Option<Server>,
+}
+
+impl FixedNode {
+    /// Starts `idmint serve` on `store` with `flags`, on two free ports kept for restarts.
+    pub fn start(store: &str, name: &str, flags: &[&str]) -> Self {
+        let mut node = Self {
+            store: store.to_owned(),
+            name: name.to_owned(),
+            flags: flags.iter().map(|&f| f.to_owned()).collect(),
+            http: format!("127.0.0.1:{}", free_port()),
+            resp: format!("127.0.0.1:{}", free_port()),
+            server: None,
+        };
+        node.start_again();
+        node
+    }
+
+    /// Starts the process again at the same addresses (after `kill`, or replacing it).
+    pub fn start_again(&mut self) {
+        let flags: Vec<&str> = self.flags.iter().map(String::as_str).collect();
+        let addresses = (self.http.as_str(), self.resp.as_str());
+        let server = Server::start_at(&self.store, &self.name, addresses, &flags, &[]);
+        self.server = Some(server);
+    }
+
+    /// Stops it gracefully (SIGTERM) and starts it again.
+    pub fn restart(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+        self.start_again();
+    }
+
+    /// Kills it with SIGKILL.
+    pub fn kill(&mut self) {
+        if let Some(server) = self.server.take() {
+            let pid = server.pid().to_string();
+            assert!(Command::new("kill")
+                .args(["-KILL", &pid])
+                .status()
+                .unwrap()
+                .success());
+            drop(server);
+        }
+    }
+
+    /// Stops it gracefully, if it runs.
+    pub fn stop(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.stop();
+        }
+    }
+
+    /// The Redis-protocol port.
+    pub fn port(&self) -> &str {
+        self.resp.rsplit(':').next().unwrap_or_default()
+    }
+}

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use idmint_client::{BlockingClient, ClientConfig};
 
 use crate::clients::{libraries, repo};
-use crate::common::{free_port, Server};
+use crate::common::{free_port, FixedNode, Server};
 
 const TOKEN: &str = "sdk-token-0123";
 const TAG: &str = "sdk-orders";
@@ -24,56 +24,18 @@ const RUN_FOR: Duration = Duration::from_secs(10);
 /// Calls may fail only this long after the kill: a client's wait for a range (`max_wait`).
 const FAILOVER_BOUND: Duration = Duration::from_secs(3);
 
-/// A node on fixed ports, so it comes back where its clients expect it.
-struct Node {
-    store: String,
-    namespace: String,
-    name: String,
-    http: String,
-    resp: String,
-    server: Option<Server>,
+/// A node with the admin token in `namespace` of `store`, on fixed ports (restartable).
+fn start_node(store: &str, namespace: &str, name: &str) -> FixedNode {
+    FixedNode::start(
+        store,
+        name,
+        &["--admin-token", TOKEN, "--namespace", namespace],
+    )
 }
 
-impl Node {
-    fn start(store: &str, namespace: &str, name: &str) -> Self {
-        let mut node = Self {
-            store: store.to_owned(),
-            namespace: namespace.to_owned(),
-            name: name.to_owned(),
-            http: format!("127.0.0.1:{}", free_port()),
-            resp: format!("127.0.0.1:{}", free_port()),
-            server: None,
-        };
-        node.server = Some(node.spawn());
-        node
-    }
-
-    fn spawn(&self) -> Server {
-        let flags = ["--admin-token", TOKEN, "--namespace", &self.namespace];
-        Server::start_at(
-            &self.store,
-            &self.name,
-            (&self.http, &self.resp),
-            &flags,
-            &[],
-        )
-    }
-
-    fn kill(&mut self) {
-        if let Some(server) = self.server.take() {
-            let pid = server.pid().to_string();
-            assert!(Command::new("kill")
-                .args(["-KILL", &pid])
-                .status()
-                .unwrap()
-                .success());
-            drop(server);
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("redis://{}", self.resp)
-    }
+/// The node's Redis-protocol URL (the clients send the token themselves).
+fn node_url(node: &FixedNode) -> String {
+    format!("redis://{}", node.resp)
 }
 
 /// What one drawing thread saw.
@@ -239,10 +201,10 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
     std::fs::create_dir_all(&out).unwrap();
     let _ = libraries();
 
-    let mut nodes: Vec<Node> = (0..3)
-        .map(|i| Node::start(&url, &namespace, &format!("sdk-{i}")))
+    let mut nodes: Vec<FixedNode> = (0..3)
+        .map(|i| start_node(&url, &namespace, &format!("sdk-{i}")))
         .collect();
-    let urls: Vec<String> = nodes.iter().map(Node::url).collect();
+    let urls: Vec<String> = nodes.iter().map(node_url).collect();
     let start = Instant::now();
     let pythons: Vec<_> = (0..4)
         .map(|c| {
@@ -262,7 +224,7 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
     nodes[1].kill();
     let killed_at = start.elapsed().as_secs_f64();
     std::thread::sleep(RESTART_AT.saturating_sub(start.elapsed()));
-    nodes[1].server = Some(nodes[1].spawn());
+    nodes[1].start_again();
 
     let mut all: Vec<Drawn> = rusts.into_iter().flat_map(|r| r.join().unwrap()).collect();
     for (name, child, offset) in pythons {
@@ -292,9 +254,7 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
     });
     assert!(per_client.values().all(|&n| n > 1_000), "{per_client:?}");
     for node in &mut nodes {
-        if let Some(server) = node.server.take() {
-            server.stop();
-        }
+        node.stop();
     }
 }
 
@@ -311,10 +271,10 @@ fn namespace(label: &str) -> String {
 #[test]
 fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     let store = crate::common::sqlite_url("sdk-close");
-    let node = Node::start(&store, "idmint", "sdk-close");
+    let node = start_node(&store, "idmint", "sdk-close");
     let config = || {
         // Ranges of 100: the last two are adjacent in the node's segment of 1,000.
-        ClientConfig::new([node.url()])
+        ClientConfig::new([node_url(&node)])
             .with_token(TOKEN)
             .with_steps(100, 100)
             .with_max_wait(Duration::from_secs(1))
@@ -359,7 +319,7 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     assert_eq!(next, other + 1);
 
     // Snowflake batches that age past the bound before they arrive still serve their caller.
-    let quick = ClientConfig::new([node.url()])
+    let quick = ClientConfig::new([node_url(&node)])
         .with_token(TOKEN)
         .with_snowflakes(8, Duration::from_micros(1));
     let client = BlockingClient::new(quick).unwrap();
