@@ -16,7 +16,7 @@ use std::time::Duration;
 use idmint_core::layout::format_ms_rfc3339;
 use idmint_core::{Clock, FieldKind, Layout, SystemClock};
 use idmint_store::{Location, StoreOptions};
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,7 @@ use crate::io_threads::IoThreads;
 use crate::metered_store::metered;
 use crate::resp::{self, RespOptions};
 use crate::store_calls;
+use crate::telemetry;
 use crate::tls::Tls;
 
 /// Runs the server until `shutdown` resolves, then stops it gracefully.
@@ -262,7 +263,20 @@ fn beyond_this_machine(config: &ServeConfig) -> Vec<(&'static str, SocketAddr)> 
 /// Installs the Prometheus recorder for the process; a second server in the same process (tests)
 /// shares the first one's.
 fn install_metrics() -> Option<PrometheusHandle> {
-    let recorder = PrometheusBuilder::new().build_recorder();
+    // Request latency in fixed buckets (cheap to record, and they add up across nodes); the
+    // store calls keep the default summary.
+    let builder = PrometheusBuilder::new();
+    let builder = match builder.set_buckets_for_metric(
+        Matcher::Full(telemetry::HTTP_REQUEST_SECONDS.to_owned()),
+        crate::http::timing::BUCKETS,
+    ) {
+        Ok(builder) => builder,
+        Err(error) => {
+            tracing::warn!(%error, "request latency buckets refused; using a summary");
+            PrometheusBuilder::new()
+        }
+    };
+    let recorder = builder.build_recorder();
     let handle = recorder.handle();
     match metrics::set_global_recorder(recorder) {
         Ok(()) => Some(handle),

@@ -14,6 +14,10 @@ use metrics::Counter;
 pub const IDS_ISSUED: &str = "idmint_ids_issued_total";
 /// Counter: error responses of the HTTP front end, label `code` (the `error.code` of the body).
 pub const HTTP_ERRORS: &str = "idmint_http_errors_total";
+/// Histogram: latency of HTTP requests inside the service (token check included), label
+/// `routes`: `mint` (the ID routes, Leaf's included), `admin`, `metrics`, `page` (`/ui`, the
+/// probes, Leaf's monitor paths).
+pub const HTTP_REQUEST_SECONDS: &str = "idmint_http_request_seconds";
 /// Gauge per `tag`: seconds the IDs buffered in memory last at the observed rate (the outage
 /// budget); `+Inf` while no consumption was observed and IDs are buffered.
 pub const SEGMENT_BUFFER_SECONDS: &str = "idmint_segment_buffer_seconds";
@@ -81,6 +85,11 @@ impl Recorded {
             "Worker leases taken from another store of the set after this node's stopped answering"
         );
         metrics::describe_counter!(HTTP_ERRORS, "HTTP error responses, by error code");
+        metrics::describe_histogram!(
+            HTTP_REQUEST_SECONDS,
+            metrics::Unit::Seconds,
+            "Latency of HTTP requests inside the service, by group of routes"
+        );
         metrics::describe_gauge!(
             SEGMENT_BUFFER_SECONDS,
             metrics::Unit::Seconds,

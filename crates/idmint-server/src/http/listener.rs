@@ -32,6 +32,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 
+use super::timing::{RequestTimers, Timed};
 use crate::accept::{Admission, Admitted, Refusal};
 use crate::config::ConnectionLimits;
 use crate::io_threads::{self, IoThreads};
@@ -112,6 +113,7 @@ pub async fn serve_with(
         .header_read_timeout(header_read_timeout)
         .max_header_size(options.max_header_size.max(HYPER_MIN_BUFFER));
     let tallies = ListenerTallies::start("http");
+    let timers = RequestTimers::register();
     let admission = Admission::new(
         "HTTP",
         limits.max_connections,
@@ -132,7 +134,10 @@ pub async fn serve_with(
             peer,
             permit,
         } = admitted;
-        let service = TowerToHyperService::new(router.clone());
+        let service = Timed {
+            inner: TowerToHyperService::new(router.clone()),
+            timers: timers.clone(),
+        };
         let builder = builder.clone();
         let watcher = graceful.watcher();
         let tallies = Arc::clone(&tallies);
@@ -178,7 +183,7 @@ pub async fn serve_with(
 /// What serving one admitted connection takes.
 struct Connection<'a> {
     builder: http1::Builder,
-    service: TowerToHyperService<Router>,
+    service: Timed<TowerToHyperService<Router>>,
     watcher: hyper_util::server::graceful::Watcher,
     limits: ConnectionLimits,
     tallies: &'a ListenerTallies,

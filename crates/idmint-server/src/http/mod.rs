@@ -62,6 +62,8 @@
 //! Recorded to the global `metrics` recorder; names in [`metrics`]:
 //! - `idmint_ids_issued_total{kind="snowflake"}` and `{kind="segment",tag="..."}` (counters);
 //! - `idmint_http_errors_total{code="..."}` (counter);
+//! - `idmint_http_request_seconds{routes="mint"|"admin"|"metrics"|"page"}` (histogram, see
+//!   `timing`);
 //! - at scrape time: `idmint_segment_buffer_seconds{tag}` (outage budget),
 //!   `idmint_segment_buffered_ids{tag}`, `idmint_segment_step{tag}`,
 //!   `idmint_segment_rate_per_second{tag}`, `idmint_lease_held` (0/1), `idmint_worker_id`,
@@ -85,6 +87,7 @@ mod listener;
 mod metrics;
 mod params;
 mod state;
+pub mod timing;
 
 use std::fmt;
 use std::sync::Arc;
