@@ -11,6 +11,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,8 +78,11 @@ impl Driver {
         let port = free_port();
         let dir = folder(name);
         let log = std::fs::File::create(dir.join("chromedriver.log")).unwrap();
+        // Its own process group: the browsers it starts join it, and all go together at drop,
+        // whether or not the test reached its sessions' close.
         let child = Command::new(&installed().chromedriver)
             .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -160,7 +164,8 @@ impl Driver {
             // none of Chromium's own calls home (refused here, and noise in the log).
             "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                      "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                     "--disable-sync", "--disable-quic", "--window-size=1280,900",
+                     "--disable-sync", "--disable-quic", "--disable-crash-reporter",
+                     "--disable-breakpad", "--window-size=1280,900",
                      format!("--user-data-dir={}", profile.display())],
         });
         if mobile {
@@ -188,7 +193,8 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        let group = format!("-{}", self.child.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
         let _ = self.child.wait();
     }
 }

@@ -128,7 +128,10 @@ pub fn frozen_past_ttl(label: &str, store: &str) {
         "reliability: lease loss on {label}: B took worker {worker} {} ms after A froze (having waited for A's lease to expire; {refusals} failed starts); A saw the loss (readyz 503 seen: {saw_not_ready}) and moved to worker {new_worker}; {report}",
         taken_after.as_millis()
     );
-    assert!(saw_not_ready, "readyz never said lease_not_held");
+    // Whether a poll every 5 ms lands in the window between A noticing the loss and A holding
+    // another worker ID is timing: on Redis that window can be a few ms, and a busy machine
+    // missed it once in CI. What must hold is above: A logged the loss, and every 503 it gave
+    // in that window said `lease_not_held`.
     assert!(
         b.logged("waiting for this worker lease to expire") && b.logged("holder=lease-a"),
         "B did not wait for A's lease:\n{}",
