@@ -273,7 +273,8 @@ pub fn check_record(
     }
     if live_leases > 0 {
         return Err(Error::IdSpaceRefused(format!(
-            "{live_leases} worker lease(s) are live: stop every node of this namespace first \
+            "{live_leases} worker lease(s) are live: stop every node of this namespace first, \
+             and remove an in-database function (`idmint sql uninstall`) if one is installed \
              (`idmint id-space show` lists them)"
         )));
     }

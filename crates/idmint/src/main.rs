@@ -15,6 +15,7 @@ mod cmd_decode;
 mod cmd_id_space;
 mod cmd_layout;
 mod cmd_serve;
+mod cmd_sql;
 mod error;
 mod layout_opts;
 mod store_opts;
@@ -31,6 +32,7 @@ use crate::cmd_decode::DecodeArgs;
 use crate::cmd_id_space::IdSpaceArgs;
 use crate::cmd_layout::LayoutArgs;
 use crate::cmd_serve::ServeArgs;
+use crate::cmd_sql::SqlArgs;
 
 /// Help text shown after every `--help`: what the exit statuses mean.
 const EXIT_STATUS_HELP: &str = "\
@@ -67,6 +69,10 @@ enum Command {
     /// Show the ID space (layout, epoch, datacenter) a store pins, or change it safely.
     #[command(after_help = EXIT_STATUS_HELP)]
     IdSpace(IdSpaceArgs),
+    /// Make snowflake IDs inside PostgreSQL: install or remove the function a column default
+    /// calls.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Sql(SqlArgs),
 }
 
 fn main() -> ExitCode {
@@ -85,6 +91,7 @@ fn main() -> ExitCode {
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
         Command::IdSpace(args) => cmd_id_space::run(args, now_ms, &mut out),
+        Command::Sql(args) => cmd_sql::run(args, now_ms, &mut out),
     }
     .and_then(|()| {
         out.flush()

@@ -39,6 +39,13 @@ pub struct StoreOpts {
 impl StoreOpts {
     /// Opens the store these settings name, as `idmint serve` would.
     pub fn open(&self, runtime: &tokio::runtime::Runtime) -> Result<(Store, String)> {
+        let (urls, options, set) = self.settings()?;
+        let store = open_existing(runtime, &urls, &options, &set)?;
+        Ok((store, options.namespace))
+    }
+
+    /// The store URLs and how to open them, as `idmint serve` would resolve them.
+    pub fn settings(&self) -> Result<(Vec<String>, StoreOptions, SetOptions)> {
         let file = match &self.config {
             Some(path) => PartialConfig::from_file(path)?,
             None => PartialConfig::default(),
@@ -56,8 +63,7 @@ impl StoreOpts {
             allow_non_durable: config.allow_non_durable,
             ..StoreOptions::default()
         };
-        let store = open_existing(runtime, &config.stores, &options, &config.set_options())?;
-        Ok((store, config.namespace))
+        Ok((config.stores.clone(), options, config.set_options()))
     }
 }
 

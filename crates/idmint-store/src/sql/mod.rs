@@ -24,6 +24,8 @@ mod statements;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
 #[cfg(feature = "postgres")]
+pub mod pg_function;
+#[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;

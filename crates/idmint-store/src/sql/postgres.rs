@@ -155,7 +155,7 @@ impl Dialect for PostgresDialect {
 /// The advisory lock key of a namespace: a 64-bit FNV-1a hash, stable across builds and
 /// platforms. Another namespace (or application) hashing to the same key only shares the
 /// serialization, never a decision: every statement under the lock names its own tables.
-fn lock_key(ns: &str) -> i64 {
+pub(crate) fn lock_key(ns: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in "idmint-lease:".bytes().chain(ns.bytes()) {
         hash ^= u64::from(byte);

@@ -33,13 +33,13 @@ const SHORT_LEASE: [&str; 6] = [
 ];
 
 /// The PostgreSQL server of `scripts/with-stores`.
-fn postgres_url() -> String {
+pub(crate) fn postgres_url() -> String {
     std::env::var("IDMINT_TEST_POSTGRES_URL")
         .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test")
 }
 
 /// A namespace no other test or earlier run used: its tables start empty.
-fn fresh_namespace(label: &str) -> String {
+pub(crate) fn fresh_namespace(label: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -1,0 +1,744 @@
+//! Snowflake IDs made inside PostgreSQL: a PL/pgSQL function `<namespace>_next_id(shard)` that
+//! a column default can call (Instagram's scheme), minting in the namespace's ID space on worker
+//! IDs leased for it in the store, so the IDs it makes and the IDs idmint nodes make decode
+//! alike and never collide.
+//!
+//! # How it stays unique
+//!
+//! - **Worker IDs of its own.** `install` takes `n` worker IDs that no lease holds, in the
+//!   namespace's lease table, for good: their rows are marked live until the end of time (so no
+//!   node takes them, and `idmint id-space change` waits for `uninstall`), under a new fencing
+//!   token. Nodes and the function therefore never share a worker ID.
+//! - **One session per worker ID at a time.** A session claims one of those worker IDs with a
+//!   session-level advisory lock, and takes the lock again (re-entrantly) at every call before
+//!   it touches that worker's state, so no two sessions ever use one worker ID at once, even
+//!   after `pg_advisory_unlock_all()` or `DISCARD ALL`. The lock is the session's until it ends.
+//! - **The state is a sequence per worker ID, and it is the high-water mark.** Its value packs
+//!   `tick << seq_bits | seq`. A call takes `nextval`; when that tick is behind the database's
+//!   clock it moves the sequence forward to the clock's tick (`setval`; only the claiming session
+//!   touches it, so it only ever moves forward). A sequence never goes back: not on rollback (it
+//!   is outside transactions), not on a crash (PostgreSQL logs it ahead of the values it hands
+//!   out), not when the clock steps back (the values simply run ahead of the clock, borrowing at
+//!   most `max_lead`, then the call waits, at most `max_wait`, and fails). No tick is ever issued
+//!   above what the sequence stores.
+//! - **Durable when the caller commits.** Each call takes a transaction ID
+//!   (`pg_current_xact_id()`, which an `INSERT` takes anyway), so the commit of the transaction
+//!   that drew an ID flushes the sequence's log record first. A transaction that never commits
+//!   may have its IDs drawn again after a crash, but nothing it wrote survives either.
+//! - **Fenced at both ends.** A worker ID's sequence starts above its stored high-water mark
+//!   (the ticks its earlier holders may have used) and not before the ID space's first moment;
+//!   `uninstall` waits for every transaction that drew from the sequences, writes the last
+//!   tick each issued as its worker's high-water mark, and frees the worker IDs, so the next
+//!   node to hold one starts above it.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use idmint_core::{FieldKind, IdSpaceRecord, Layout};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
+
+use crate::location::{Backend, Location};
+use crate::{Error, Result, StoreOptions};
+
+/// What `install` is asked for.
+#[derive(Debug, Clone)]
+pub struct FunctionRequest {
+    /// The ID space in force in the namespace (the function mints in it).
+    pub space: IdSpaceRecord,
+    /// How many worker IDs to lease for the function: as many sessions can draw IDs at once.
+    pub workers: u64,
+    /// How far ahead of the database's clock the function may run (after a step back, or past
+    /// `2^seq_bits` IDs per tick) before a call waits.
+    pub max_lead: Duration,
+    /// The longest a call waits for the clock before it fails.
+    pub max_wait: Duration,
+    /// Roles allowed to call the function (besides its owner, the installing role).
+    pub grant_to: Vec<String>,
+}
+
+/// What `install` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Installed {
+    /// The function, schema-qualified: `public.idmint_next_id(shard bigint)`.
+    pub function: String,
+    /// The worker IDs leased for it.
+    pub workers: Vec<u64>,
+    /// The ID space version it mints in.
+    pub space_version: u64,
+}
+
+/// One worker ID `uninstall` freed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Freed {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// Its high-water mark now: the start of the last tick the function issued on it (or the
+    /// earlier mark, if higher), ms since the Unix epoch.
+    pub hwm_ms: u64,
+}
+
+/// The function's worker IDs as the store lists them: `node_name` of their lease rows.
+pub fn node_name(namespace: &str) -> String {
+    format!("sql:{namespace}_next_id")
+}
+
+/// Installs `<namespace>_next_id(shard bigint)` and `<namespace>_next_id()` (shard 0) in the
+/// store's schema, leasing `request.workers` worker IDs for them. Refused when they are
+/// installed already, when the store is not PostgreSQL, or when fewer worker IDs are free.
+pub async fn install(
+    location: &Location,
+    options: &StoreOptions,
+    request: &FunctionRequest,
+) -> Result<Installed> {
+    let layout = request.space.space.to_layout()?;
+    let plan = Plan::new(&layout, &request.space, request)?;
+    let pool = connect(location, options).await?;
+    let ns = &options.namespace;
+    let mut tx = locked(&pool, ns).await?;
+    if installed_workers(&mut tx, ns).await?.is_some() {
+        return Err(invalid(format!(
+            "{ns}_next_id is installed already; `idmint sql uninstall` first"
+        )));
+    }
+    let newest: Option<i64> =
+        sqlx::query_scalar(sql(format!("SELECT max(version) FROM {ns}_id_spaces")))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| failed("reading the ID space", e))?;
+    if newest != Some(to_i64(request.space.version)) {
+        return Err(Error::store_conflict(
+            "the ID space changed while the function was being installed; run it again",
+        ));
+    }
+    let schema: String = sqlx::query_scalar("SELECT current_schema()")
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| failed("reading the schema", e))?;
+    let shown = format!("{schema}.{ns}_next_id(shard bigint)");
+    let schema = quote_ident(&schema);
+    let taken = take_workers(&mut tx, ns, &plan).await?;
+    sqlx::query(sql(format!(
+        "CREATE TABLE {ns}_sql_function (worker_id BIGINT PRIMARY KEY, sequence OID NOT NULL, \
+         space_version BIGINT NOT NULL, installed_at_ms BIGINT NOT NULL)"
+    )))
+    .execute(&mut *tx)
+    .await
+    .map_err(|e| failed("creating the function's table", e))?;
+    let mut sequences = Vec::with_capacity(taken.len());
+    for (worker, hwm_ms) in &taken {
+        let start = plan.first_value(*hwm_ms);
+        let name = format!("{schema}.{ns}_sql_w{worker}");
+        sqlx::query(sql(format!(
+            "CREATE SEQUENCE {name} AS BIGINT MINVALUE 0 START WITH {start} CACHE 1 NO CYCLE"
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed("creating a worker's sequence", e))?;
+        let oid: sqlx::postgres::types::Oid = sqlx::query_scalar("SELECT $1::regclass::oid")
+            .bind(&name)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| failed("reading a sequence", e))?;
+        sqlx::query(sql(format!(
+            "INSERT INTO {ns}_sql_function VALUES ($1, $2, $3, \
+             (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT)"
+        )))
+        .bind(to_i64(*worker))
+        .bind(oid)
+        .bind(to_i64(request.space.version))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed("recording the function's worker", e))?;
+        sequences.push((*worker, oid.0));
+    }
+    for statement in plan.function_sql(&schema, ns, &sequences) {
+        sqlx::query(sql(statement))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed("creating the function", e))?;
+    }
+    for role in &request.grant_to {
+        sqlx::query(sql(format!(
+            "GRANT EXECUTE ON FUNCTION {schema}.{ns}_next_id(bigint), {schema}.{ns}_next_id() \
+             TO {}",
+            quote_ident(role)
+        )))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed(&format!("granting the function to `{role}`"), e))?;
+    }
+    tx.commit()
+        .await
+        .map_err(|e| failed("committing the install", e))?;
+    Ok(Installed {
+        function: shown,
+        workers: taken.iter().map(|(w, _)| *w).collect(),
+        space_version: request.space.version,
+    })
+}
+
+/// Removes the function, once every transaction that drew an ID from it has ended, writing the
+/// last tick it issued on each worker ID as that worker's high-water mark, and frees the
+/// worker IDs. Refused while a column default (or anything else) still uses the function.
+pub async fn uninstall(location: &Location, options: &StoreOptions) -> Result<Vec<Freed>> {
+    let pool = connect(location, options).await?;
+    let ns = &options.namespace;
+    let mut tx = locked(&pool, ns).await?;
+    let Some(rows) = installed_workers(&mut tx, ns).await? else {
+        return Err(invalid(format!("{ns}_next_id is not installed")));
+    };
+    let users: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) FROM pg_depend d \
+         JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid \
+         WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace \
+         AND d.deptype = 'n' AND d.classid <> 'pg_proc'::regclass ORDER BY 1",
+    )
+    .bind(format!("{ns}_next_id"))
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(|e| failed("looking for users of the function", e))?;
+    if !users.is_empty() {
+        return Err(invalid(format!(
+            "{ns}_next_id is still used by {}; drop those defaults first (ALTER TABLE ... \
+             ALTER COLUMN ... DROP DEFAULT)",
+            users.join(", ")
+        )));
+    }
+    let space = space_in_force(&mut tx, ns).await?;
+    let layout = space.space.to_layout()?;
+    // No new call from here on; then wait for every transaction that drew from a sequence.
+    for statement in [
+        format!("DROP FUNCTION {ns}_next_id()"),
+        format!("DROP FUNCTION {ns}_next_id(bigint)"),
+    ] {
+        sqlx::query(sql(statement))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed("dropping the function", e))?;
+    }
+    let mut freed = Vec::with_capacity(rows.len());
+    for (worker, sequence) in rows {
+        let name: String = sqlx::query_scalar("SELECT $1::oid::regclass::text")
+            .bind(sqlx::postgres::types::Oid(sequence))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| failed("finding a worker's sequence", e))?;
+        // A sequence cannot be locked with LOCK TABLE; ALTER SEQUENCE takes a lock that waits
+        // for every transaction that drew from it (nextval's lock lasts to their end) and keeps
+        // new draws out until this transaction ends. NO CYCLE is what it is already.
+        sqlx::query(sql(format!("ALTER SEQUENCE {name} NO CYCLE")))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed("waiting for the function's last callers", e))?;
+        let row = sqlx::query(sql(format!("SELECT last_value, is_called FROM {name}")))
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(|e| failed("reading a worker's sequence", e))?;
+        let (last, called): (i64, bool) = (row.get(0), row.get(1));
+        let last_tick = u64::try_from(last).unwrap_or(0) >> layout.seq_bits();
+        let issued_ms = if called {
+            layout.tick_start_ms(last_tick)
+        } else {
+            0
+        };
+        let hwm: i64 = sqlx::query_scalar(sql(format!(
+            "UPDATE {ns}_workers SET hwm_ms = GREATEST(hwm_ms, $1), expires_at_ms = 0, \
+             token = token + 1 WHERE worker_id = $2 AND node_name = $3 RETURNING hwm_ms"
+        )))
+        .bind(to_i64(issued_ms))
+        .bind(to_i64(worker))
+        .bind(node_name(ns))
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| failed("freeing a worker ID", e))?;
+        sqlx::query(sql(format!("DROP SEQUENCE {name}")))
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed("dropping a worker's sequence", e))?;
+        freed.push(Freed {
+            worker_id: worker,
+            hwm_ms: u64::try_from(hwm).unwrap_or(0),
+        });
+    }
+    sqlx::query(sql(format!("DROP TABLE {ns}_sql_function")))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed("dropping the function's table", e))?;
+    tx.commit()
+        .await
+        .map_err(|e| failed("committing the uninstall", e))?;
+    Ok(freed)
+}
+
+/// The constants the function is made of, from the layout and the space.
+#[derive(Debug, Clone)]
+struct Plan {
+    workers: u64,
+    epoch_ms: u64,
+    tick_ms: u64,
+    time_shift: u32,
+    seq_bits: u32,
+    seq_shift: u32,
+    max_tick: u64,
+    worker_shift: u32,
+    dc_bits: u64,
+    shard: Option<(u32, u64)>,
+    worker_count: u64,
+    max_lead_ticks: u64,
+    max_wait_ms: u64,
+    issues_from_tick: u64,
+    layout: Layout,
+}
+
+impl Plan {
+    fn new(layout: &Layout, space: &IdSpaceRecord, request: &FunctionRequest) -> Result<Self> {
+        let Some(worker) = layout.field(FieldKind::Worker) else {
+            return Err(invalid(format!(
+                "the layout `{}` has no worker field: the function needs worker IDs of its own \
+                 (one per session drawing IDs at once), apart from the nodes'",
+                layout.spec()
+            )));
+        };
+        let worker_count = layout.worker_count();
+        if request.workers == 0 || request.workers > worker_count.min(1024) {
+            return Err(Error::InvalidArgument {
+                name: "workers",
+                reason: format!(
+                    "{} is not between 1 and {} (the layout's worker IDs, at most 1,024)",
+                    request.workers,
+                    worker_count.min(1024)
+                ),
+            });
+        }
+        let seq = layout
+            .field(FieldKind::Seq)
+            .ok_or_else(|| invalid("the layout has no seq field"))?;
+        let tick_ms = layout.unit().millis();
+        let dc_bits = match layout.field(FieldKind::Dc) {
+            Some(dc) => space.space.datacenter << dc.shift,
+            None => 0,
+        };
+        let issues_from_tick = match space.issues_from_ms {
+            0 => 0,
+            ms => layout.tick_at(ms).unwrap_or(0),
+        };
+        Ok(Self {
+            workers: request.workers,
+            epoch_ms: layout.epoch_ms(),
+            tick_ms,
+            time_shift: layout.time_shift(),
+            seq_bits: seq.bits,
+            seq_shift: seq.shift,
+            max_tick: layout.max_tick(),
+            worker_shift: worker.shift,
+            dc_bits,
+            shard: layout
+                .field(FieldKind::Shard)
+                .map(|f| (f.shift, f.max_value())),
+            worker_count,
+            max_lead_ticks: (duration_ms(request.max_lead) / tick_ms).max(1),
+            max_wait_ms: duration_ms(request.max_wait),
+            issues_from_tick,
+            layout: layout.clone(),
+        })
+    }
+
+    /// The first value of a worker's sequence: its first tick strictly above the worker's
+    /// high-water mark, and not before the ID space's first tick.
+    fn first_value(&self, hwm_ms: u64) -> u64 {
+        let above_hwm = if hwm_ms < self.epoch_ms {
+            0
+        } else {
+            self.layout.tick_at(hwm_ms).map_or(self.max_tick, |t| t + 1)
+        };
+        above_hwm.max(self.issues_from_tick).min(self.max_tick) << self.seq_bits
+    }
+
+    /// The statements that create both functions. `sequences` pairs each worker ID with its
+    /// sequence's OID, in claim order.
+    fn function_sql(&self, schema: &str, ns: &str, sequences: &[(u64, u32)]) -> Vec<String> {
+        let oids: Vec<String> = sequences.iter().map(|(_, oid)| oid.to_string()).collect();
+        let keys: Vec<String> = sequences.iter().map(|(w, _)| w.to_string()).collect();
+        let fixed: Vec<String> = sequences
+            .iter()
+            .map(|(w, _)| (self.dc_bits | (w << self.worker_shift)).to_string())
+            .collect();
+        let (shard_check, shard_bits) = match self.shard {
+            Some((shift, max)) => (
+                format!(
+                    "IF shard IS NULL OR shard < 0 OR shard > {max} THEN\n    \
+                     RAISE EXCEPTION 'idmint: shard % is outside 0..{max}', shard USING ERRCODE = '22023';\n  \
+                     END IF;"
+                ),
+                format!(" | (shard << {shift})"),
+            ),
+            None => (
+                "IF shard IS DISTINCT FROM 0 THEN\n    \
+                 RAISE EXCEPTION 'idmint: shard % given, but the layout has no shard field (give 0)', shard USING ERRCODE = '22023';\n  \
+                 END IF;"
+                    .to_owned(),
+                String::new(),
+            ),
+        };
+        let Plan {
+            epoch_ms,
+            tick_ms,
+            time_shift,
+            seq_bits,
+            seq_shift,
+            max_tick,
+            max_lead_ticks,
+            max_wait_ms,
+            ..
+        } = *self;
+        let seq_mask = (1u64 << seq_bits) - 1;
+        let (oids, keys_list, fixed) = (oids.join(","), keys.join(","), fixed.join(","));
+        let n = sequences.len();
+        let lock = advisory_key(ns);
+        let classid = u32::from_le_bytes(lock.to_le_bytes());
+        let slot = format!("idmint.{ns}_slot");
+        let now = format!(
+            "(floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint - {epoch_ms}) / {tick_ms}"
+        );
+        let body = format!(
+            r#"
+DECLARE
+  seqs CONSTANT oid[] := '{{{oids}}}';
+  workers CONSTANT int[] := '{{{keys_list}}}';
+  fixed CONSTANT bigint[] := '{{{fixed}}}';
+  i int;
+  v bigint;
+  t bigint;
+  now_t bigint;
+  deadline timestamptz;
+BEGIN
+  {shard_check}
+  -- This session's worker ID: claimed once, and locked again (re-entrantly) at every call, so
+  -- no other session can be using it while this call does.
+  i := nullif(current_setting('{slot}', true), '')::int;
+  IF i IS NULL OR i < 1 OR i > {n} OR NOT pg_try_advisory_lock({lock}, workers[i]) THEN
+    -- One this session holds already: a claim whose transaction rolled back keeps its lock
+    -- (session-level) but loses the setting above.
+    SELECT array_position(workers, l.objid::bigint::int) INTO i FROM pg_locks l
+     WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted
+       AND l.classid = {classid}::oid AND l.objsubid = 2 AND l.objid::bigint::int = ANY (workers)
+     ORDER BY 1 LIMIT 1;
+    IF i IS NULL THEN
+      FOR j IN 1..{n} LOOP
+        IF pg_try_advisory_lock({lock}, workers[j]) THEN
+          i := j;
+          EXIT;
+        END IF;
+      END LOOP;
+    END IF;
+    IF i IS NULL THEN
+      RAISE EXCEPTION 'idmint: all {n} worker IDs of {ns}_next_id are in use by other sessions'
+        USING ERRCODE = '53000',
+              HINT = 'install it with more worker IDs (idmint sql install --workers) or draw from fewer sessions at once';
+    END IF;
+    PERFORM set_config('{slot}', i::text, false);
+  END IF;
+  -- The commit of the caller's transaction then flushes the sequence's log record.
+  PERFORM pg_current_xact_id();
+  v := nextval(seqs[i]::regclass);
+  t := v >> {seq_bits};
+  now_t := {now};
+  IF t < now_t THEN
+    v := setval(seqs[i]::regclass, now_t << {seq_bits});
+    t := now_t;
+  ELSIF t > now_t + {max_lead_ticks} THEN
+    -- Ahead of the clock by more than max_lead: it stepped back, or more than 2^{seq_bits} IDs
+    -- per tick were drawn for a while. Wait for it, a bounded time.
+    deadline := clock_timestamp() + interval '{max_wait_ms} milliseconds';
+    LOOP
+      PERFORM pg_sleep(least(0.05, greatest(0.001, (t - {max_lead_ticks} - now_t) * {tick_ms} / 1000.0)));
+      now_t := {now};
+      EXIT WHEN t <= now_t + {max_lead_ticks};
+      IF clock_timestamp() > deadline THEN
+        RAISE EXCEPTION 'idmint: the clock is % ms behind the IDs {ns}_next_id issued', (t - now_t) * {tick_ms}
+          USING ERRCODE = '55000', HINT = 'the database server''s clock stepped back; calls go on once it is past';
+      END IF;
+    END LOOP;
+  END IF;
+  IF t > {max_tick} THEN
+    RAISE EXCEPTION 'idmint: the layout ran out of time' USING ERRCODE = '22003';
+  END IF;
+  RETURN (t << {time_shift}) | fixed[i]{shard_bits} | ((v & {seq_mask}) << {seq_shift});
+END
+"#
+        );
+        vec![
+            format!(
+                "CREATE FUNCTION {schema}.{ns}_next_id(shard bigint) RETURNS bigint \
+                 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE SECURITY DEFINER \
+                 SET search_path = pg_catalog, pg_temp AS $idmint${body}$idmint$"
+            ),
+            format!(
+                "COMMENT ON FUNCTION {schema}.{ns}_next_id(bigint) IS 'idmint: a snowflake ID of \
+                 layout {spec} (epoch {epoch_ms} ms) on worker IDs {workers} of {wc}; made by idmint \
+                 sql install, removed by idmint sql uninstall'",
+                spec = self.layout.spec(),
+                workers = keys_list,
+                wc = self.worker_count,
+            ),
+            format!(
+                "CREATE FUNCTION {schema}.{ns}_next_id() RETURNS bigint LANGUAGE sql VOLATILE \
+                 PARALLEL UNSAFE SECURITY DEFINER SET search_path = pg_catalog, pg_temp \
+                 AS $idmint$SELECT {schema}.{ns}_next_id(0)$idmint$"
+            ),
+            format!("REVOKE ALL ON FUNCTION {schema}.{ns}_next_id(bigint) FROM PUBLIC"),
+            format!("REVOKE ALL ON FUNCTION {schema}.{ns}_next_id() FROM PUBLIC"),
+        ]
+    }
+}
+
+/// The worker IDs to lease: free ones (never used first, then those expired longest ago), and
+/// their rows written as the function's, live for good under a new token. Returns each with its
+/// stored high-water mark.
+async fn take_workers(
+    tx: &mut Transaction<'_, Postgres>,
+    ns: &str,
+    plan: &Plan,
+) -> Result<Vec<(u64, u64)>> {
+    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(sql(format!(
+        "SELECT worker_id, hwm_ms, expires_at_ms FROM {ns}_workers ORDER BY worker_id"
+    )))
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(|e| failed("reading the worker leases", e))?;
+    let now_ms: i64 =
+        sqlx::query_scalar("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT")
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(|e| failed("reading the clock", e))?;
+    let known: std::collections::HashMap<u64, (i64, i64)> = rows
+        .iter()
+        .map(|(w, hwm, expires)| (u64::try_from(*w).unwrap_or(u64::MAX), (*hwm, *expires)))
+        .collect();
+    let bound = plan.worker_count.min(1 << 20);
+    let mut never: Vec<u64> = (0..bound).filter(|w| !known.contains_key(w)).collect();
+    let mut expired: Vec<(i64, u64)> = known
+        .iter()
+        .filter(|(w, (_, expires))| **w < plan.worker_count && *expires <= now_ms)
+        .map(|(w, (_, expires))| (*expires, *w))
+        .collect();
+    expired.sort_unstable();
+    never.truncate(usize::try_from(plan.workers).unwrap_or(usize::MAX));
+    let mut chosen: Vec<u64> = never;
+    chosen.extend(expired.iter().map(|(_, w)| *w));
+    let wanted = usize::try_from(plan.workers).unwrap_or(usize::MAX);
+    if chosen.len() < wanted {
+        return Err(Error::InvalidArgument {
+            name: "workers",
+            reason: format!(
+                "{wanted} worker IDs asked for, but only {} of the layout's {} are free (the others \
+                 are leased by nodes)",
+                chosen.len(),
+                plan.worker_count
+            ),
+        });
+    }
+    chosen.truncate(wanted);
+    chosen.sort_unstable();
+    let mut taken = Vec::with_capacity(chosen.len());
+    for worker in chosen {
+        let hwm: i64 = sqlx::query_scalar(sql(format!(
+            "INSERT INTO {ns}_workers (worker_id, node_name, token, hwm_ms, expires_at_ms) \
+             VALUES ($1, $2, 1, 0, $3) ON CONFLICT (worker_id) DO UPDATE SET \
+             node_name = EXCLUDED.node_name, token = {ns}_workers.token + 1, \
+             expires_at_ms = EXCLUDED.expires_at_ms RETURNING hwm_ms"
+        )))
+        .bind(to_i64(worker))
+        .bind(node_name(ns))
+        .bind(i64::MAX)
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| failed("leasing a worker ID for the function", e))?;
+        taken.push((worker, u64::try_from(hwm).unwrap_or(0)));
+    }
+    Ok(taken)
+}
+
+/// The function's worker IDs and their sequences, when it is installed.
+async fn installed_workers(
+    tx: &mut Transaction<'_, Postgres>,
+    ns: &str,
+) -> Result<Option<Vec<(u64, u32)>>> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+        .bind(format!("{ns}_sql_function"))
+        .fetch_one(&mut **tx)
+        .await
+        .map_err(|e| failed("looking for the function", e))?;
+    if !exists {
+        return Ok(None);
+    }
+    let rows: Vec<(i64, sqlx::postgres::types::Oid)> = sqlx::query_as(sql(format!(
+        "SELECT worker_id, sequence FROM {ns}_sql_function ORDER BY worker_id"
+    )))
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(|e| failed("reading the function's workers", e))?;
+    Ok(Some(
+        rows.into_iter()
+            .map(|(w, oid)| (u64::try_from(w).unwrap_or(0), oid.0))
+            .collect(),
+    ))
+}
+
+/// The newest ID space of the namespace.
+async fn space_in_force(tx: &mut Transaction<'_, Postgres>, ns: &str) -> Result<IdSpaceRecord> {
+    let row: (i64, String, i64, i64, i64, i64, i64) = sqlx::query_as(sql(format!(
+        "SELECT version, layout, epoch_ms, datacenter, issues_from_ms, first_id, recorded_at_ms \
+         FROM {ns}_id_spaces ORDER BY version DESC LIMIT 1"
+    )))
+    .fetch_one(&mut **tx)
+    .await
+    .map_err(|e| failed("reading the ID space", e))?;
+    let u = |v: i64| u64::try_from(v).unwrap_or(0);
+    Ok(IdSpaceRecord {
+        version: u(row.0),
+        space: idmint_core::IdSpace {
+            layout: row.1,
+            epoch_ms: u(row.2),
+            datacenter: u(row.3),
+        },
+        issues_from_ms: u(row.4),
+        first_id: u(row.5),
+        recorded_at_ms: u(row.6),
+    })
+}
+
+/// One connection for the operator's command.
+async fn connect(location: &Location, options: &StoreOptions) -> Result<PgPool> {
+    if location.backend != Backend::Postgres {
+        return Err(Error::InvalidArgument {
+            name: "store",
+            reason: format!(
+                "`{}`: the in-database function needs PostgreSQL (postgres://...)",
+                location.display
+            ),
+        });
+    }
+    let connect = PgConnectOptions::from_str(&location.url)
+        .map_err(|e| Error::InvalidArgument {
+            name: "store",
+            reason: format!("`{}`: {e}", location.display),
+        })?
+        .application_name("idmint sql");
+    PgPoolOptions::new()
+        .max_connections(1)
+        .acquire_timeout(options.call_timeout)
+        .connect_with(connect)
+        .await
+        .map_err(|e| super::unreachable(location, options, e))
+}
+
+/// A transaction holding the namespace's advisory lock, as lease acquisitions and ID-space
+/// changes take it: none of them runs while the function's worker IDs are taken or freed.
+async fn locked(pool: &PgPool, ns: &str) -> Result<Transaction<'static, Postgres>> {
+    let mut tx = pool
+        .begin_with("BEGIN ISOLATION LEVEL READ COMMITTED")
+        .await
+        .map_err(|e| failed("starting a transaction", e))?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(super::postgres::lock_key(ns))
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed("waiting for the namespace's lock", e))?;
+    Ok(tx)
+}
+
+/// The first key of the sessions' advisory locks on the function's worker IDs (the second is
+/// the worker ID): 32 bits of the namespace's hash, apart from the lease lock's 64-bit key.
+fn advisory_key(ns: &str) -> i32 {
+    let key = super::postgres::lock_key(&format!("sql-function:{ns}"));
+    i32::from_le_bytes((key as u64 as u32).to_le_bytes())
+}
+
+/// A statement built from trusted parts only: the namespace (checked to be `[a-z0-9_]`), quoted
+/// identifiers, and numbers; values go in as bound parameters.
+fn sql(text: impl Into<String>) -> AssertSqlSafe<String> {
+    AssertSqlSafe(text.into())
+}
+
+/// `role` as a quoted SQL identifier.
+fn quote_ident(role: &str) -> String {
+    format!("\"{}\"", role.replace('"', "\"\""))
+}
+
+fn duration_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn to_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn invalid(reason: impl Into<String>) -> Error {
+    Error::InvalidArgument {
+        name: "sql",
+        reason: reason.into(),
+    }
+}
+
+fn failed(what: &str, error: sqlx::Error) -> Error {
+    <super::postgres::PostgresDialect as super::Dialect>::error(what, error)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use idmint_core::IdSpace;
+
+    fn plan(spec: &str, workers: u64) -> Result<Plan> {
+        let layout = Layout::parse(spec)?;
+        let space = IdSpaceRecord::first(IdSpace::of(&layout, 0));
+        let request = FunctionRequest {
+            space: space.clone(),
+            workers,
+            max_lead: Duration::from_secs(1),
+            max_wait: Duration::from_secs(1),
+            grant_to: Vec::new(),
+        };
+        Plan::new(&layout, &space, &request)
+    }
+
+    #[test]
+    fn a_layout_without_worker_ids_or_too_many_workers_is_refused() {
+        assert!(plan("instagram", 1).is_err());
+        assert!(plan("time:41@1ms,worker:3,seq:12", 9).is_err());
+        assert!(plan("time:41@1ms,worker:3,seq:12", 0).is_err());
+        assert!(plan("time:41@1ms,worker:3,seq:12", 8).is_ok());
+    }
+
+    #[test]
+    fn sequences_start_above_the_high_water_mark() {
+        let plan = plan("time:41@1ms,worker:10,seq:12", 4).unwrap();
+        assert_eq!(plan.first_value(0), 0);
+        let hwm = plan.epoch_ms + 5_000;
+        assert_eq!(plan.first_value(hwm), 5_001 << 12);
+    }
+
+    #[test]
+    fn the_function_places_every_field_of_the_layout() {
+        let plan = plan("time:41@1ms,dc:5,worker:5,seq:12", 2).unwrap();
+        let sql = plan.function_sql("public", "ns", &[(3, 16_400), (4, 16_401)]);
+        let body = &sql[0];
+        assert!(
+            body.contains("'{16400,16401}'") && body.contains("'{3,4}'"),
+            "{body}"
+        );
+        // worker 3 at shift 12, dc 0.
+        assert!(
+            body.contains(&format!("'{{{},{}}}'", 3 << 12, 4 << 12)),
+            "{body}"
+        );
+        assert!(
+            body.contains("(t << 22)") && body.contains("((v & 4095) << 0)"),
+            "{body}"
+        );
+        assert!(body.contains("SECURITY DEFINER") && body.contains("search_path"));
+    }
+}

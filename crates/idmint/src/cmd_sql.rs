@@ -1,0 +1,246 @@
+//! `idmint sql install|uninstall`: snowflake IDs made inside PostgreSQL by a function a column
+//! default calls, in the namespace's ID space, on worker IDs leased for it (see
+//! `idmint_store::in_database` for why they stay unique).
+
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use idmint_core::{IdSpace, Layout};
+use idmint_server::id_space;
+use idmint_store::in_database::{self, FunctionRequest};
+use idmint_store::{Backend, Location};
+
+use crate::error::InputError;
+use crate::layout_opts::LayoutOpts;
+use crate::store_opts::StoreOpts;
+
+/// Arguments of `idmint sql`.
+#[derive(Debug, Args)]
+pub struct SqlArgs {
+    /// What to do.
+    #[command(subcommand)]
+    action: Action,
+}
+
+/// The subcommands of `idmint sql`.
+#[derive(Debug, Subcommand)]
+enum Action {
+    /// Create `<namespace>_next_id(shard)` and `<namespace>_next_id()` in the store's database,
+    /// for column defaults: snowflake IDs of the namespace's ID space, on worker IDs leased for
+    /// the function.
+    Install(InstallArgs),
+    /// Remove the function once its last callers are done, and free its worker IDs (fenced at
+    /// the last tick it issued).
+    Uninstall(UninstallArgs),
+}
+
+/// Arguments of `idmint sql install`.
+#[derive(Debug, Args)]
+struct InstallArgs {
+    #[command(flatten)]
+    store: StoreOpts,
+
+    /// The layout: it must be the namespace's (it is recorded as its ID space when none is
+    /// yet). [default: the ID space in force]
+    #[arg(long, value_name = "SPEC")]
+    layout: Option<String>,
+
+    /// The epoch, with --layout. [default: the layout's own]
+    #[arg(long, value_name = "EPOCH", requires = "layout")]
+    epoch: Option<String>,
+
+    /// The datacenter, with --layout.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "layout")]
+    datacenter: u64,
+
+    /// Worker IDs to lease for the function: that many database sessions can draw IDs at the
+    /// same moment (one more gets an error until one ends).
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    workers: u64,
+
+    /// How far ahead of the database server's clock the function may run (after the clock
+    /// stepped back, or with more IDs per tick than the sequence field holds) before a call
+    /// waits.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    max_lead: Duration,
+
+    /// How long a call waits for the clock before it fails.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    max_wait: Duration,
+
+    /// A role allowed to call the function (besides the installing role); repeat for more.
+    #[arg(long, value_name = "ROLE")]
+    grant: Vec<String>,
+}
+
+/// Arguments of `idmint sql uninstall`.
+#[derive(Debug, Args)]
+struct UninstallArgs {
+    #[command(flatten)]
+    store: StoreOpts,
+}
+
+/// Runs `idmint sql ...`.
+pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    match &args.action {
+        Action::Install(install) => {
+            let location = postgres_store(&install.store)?;
+            let (store, namespace) = install.store.open(&runtime)?;
+            let given = match &install.layout {
+                Some(spec) => {
+                    let layout = LayoutOpts {
+                        layout: spec.clone(),
+                        epoch: install.epoch.clone(),
+                    }
+                    .resolve(now_ms)?;
+                    layout
+                        .check_fits(idmint_core::FieldKind::Dc, install.datacenter)
+                        .map_err(|e| InputError::new("--datacenter", e))?;
+                    Some(IdSpace::of(&layout, install.datacenter))
+                }
+                None => None,
+            };
+            let (_, options, _) = install.store.settings()?;
+            let installed = runtime.block_on(async {
+                let history = match &given {
+                    Some(space) => id_space::pin(store.leases.as_ref(), space).await?,
+                    None => store.leases.id_spaces().await?,
+                };
+                let Some(space) = history.last().cloned() else {
+                    return Err(InputError::new(
+                        "--layout",
+                        "no ID space is recorded in this namespace yet: give the layout",
+                    )
+                    .into());
+                };
+                let request = FunctionRequest {
+                    space,
+                    workers: install.workers,
+                    max_lead: install.max_lead,
+                    max_wait: install.max_wait,
+                    grant_to: install.grant.clone(),
+                };
+                let installed = in_database::install(&location, &options, &request)
+                    .await
+                    .map_err(|e| flag_of(e, "--workers"))?;
+                Ok::<_, anyhow::Error>((installed, request.space))
+            })?;
+            let (installed, space) = installed;
+            let layout = Layout::parse(&space.space.layout)?.with_epoch(space.space.epoch_ms)?;
+            writeln!(
+                out,
+                "installed {} in {} (namespace {namespace})",
+                installed.function, location.display
+            )?;
+            writeln!(
+                out,
+                "ID space {}: {}; worker IDs {} of {} leased for it",
+                installed.space_version,
+                space.space,
+                ranges(&installed.workers),
+                layout.worker_count()
+            )?;
+            writeln!(
+                out,
+                "use it as a column default: ALTER TABLE t ALTER COLUMN id SET DEFAULT {namespace}_next_id();"
+            )?;
+            Ok(())
+        }
+        Action::Uninstall(uninstall) => {
+            let location = postgres_store(&uninstall.store)?;
+            let (_, options, _) = uninstall.store.settings()?;
+            let freed = runtime
+                .block_on(in_database::uninstall(&location, &options))
+                .map_err(|e| flag_of(e, "--workers"))?;
+            writeln!(
+                out,
+                "removed {}_next_id from {}; worker IDs freed:",
+                options.namespace, location.display
+            )?;
+            for worker in freed {
+                let hwm = match worker.hwm_ms {
+                    0 => "none (never used)".to_owned(),
+                    ms => idmint_core::layout::format_ms_rfc3339(ms),
+                };
+                writeln!(out, "  worker {}: high-water mark {hwm}", worker.worker_id)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The one PostgreSQL store the settings name; a set, or another backend, is refused.
+fn postgres_store(store: &StoreOpts) -> Result<Location> {
+    let (urls, _, _) = store.settings()?;
+    let [url] = urls.as_slice() else {
+        return Err(InputError::new(
+            "--store",
+            "the in-database function lives in one PostgreSQL database; a store set is not supported",
+        )
+        .into());
+    };
+    let location = Location::parse(url).map_err(|e| InputError::new("--store", e))?;
+    if location.backend != Backend::Postgres {
+        return Err(InputError::new(
+            "--store",
+            format!(
+                "`{}`: the in-database function needs PostgreSQL (postgres://...)",
+                location.display
+            ),
+        )
+        .into());
+    }
+    Ok(location)
+}
+
+/// A store error about the function's settings as a usage error naming `flag`.
+fn flag_of(error: idmint_core::Error, flag: &'static str) -> anyhow::Error {
+    match error {
+        idmint_core::Error::InvalidArgument {
+            name: "workers",
+            reason,
+        } => InputError::new(flag, reason).into(),
+        // The function's own state (installed already, still used by a default): said plainly.
+        idmint_core::Error::InvalidArgument {
+            name: "sql",
+            reason,
+        } => anyhow::anyhow!(reason),
+        other => other.into(),
+    }
+}
+
+/// `0-3,7` for worker IDs 0, 1, 2, 3 and 7.
+fn ranges(ids: &[u64]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut iter = ids.iter().copied().peekable();
+    while let Some(start) = iter.next() {
+        let mut end = start;
+        while iter.peek() == Some(&(end + 1)) {
+            end += 1;
+            iter.next();
+        }
+        parts.push(if end == start {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ranges;
+
+    #[test]
+    fn worker_ranges_read_shortly() {
+        assert_eq!(ranges(&[0, 1, 2, 3, 7, 9, 10]), "0-3,7,9-10");
+        assert_eq!(ranges(&[]), "");
+    }
+}
