@@ -49,4 +49,8 @@ pub use blocking::{BlockingClient, BlockingTagIds};
 pub use client::{Client, TagIds};
 pub use config::ClientConfig;
 pub use error::{Error, Result};
+/// IDs as text (base62, base36, Crockford's base32, padded decimal, with a prefix), written and
+/// read exactly as the nodes do for `format=` and `FORMAT`: `IdForm::new(Radix::Base62)
+/// .with_prefix("ord_")?.encode(id)`.
+pub use idmint_core::form::{IdForm, Radix};
 pub use stats::ClientStats;

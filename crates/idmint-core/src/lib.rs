@@ -45,6 +45,7 @@
 pub mod backoff;
 pub mod clock;
 pub mod error;
+pub mod form;
 pub mod id_space;
 pub mod layout;
 #[cfg(feature = "async")]
@@ -58,6 +59,7 @@ mod sync;
 pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result};
+pub use form::{IdForm, Radix};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 #[cfg(feature = "async")]

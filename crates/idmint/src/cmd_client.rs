@@ -10,6 +10,7 @@ use clap::{Args, Subcommand};
 use serde_json::{json, Value};
 
 use crate::error::InputError;
+use crate::form_opts::FormOpts;
 
 /// Where the server is and how to authenticate.
 #[derive(Debug, Clone, Args)]
@@ -51,6 +52,10 @@ pub struct NextArgs {
     /// Shard placed in snowflakes (layouts with a shard field).
     #[arg(long, value_name = "K")]
     pub shard: Option<u64>,
+
+    /// How the IDs are printed.
+    #[command(flatten)]
+    pub form: FormOpts,
 
     /// The server.
     #[command(flatten)]
@@ -105,6 +110,7 @@ pub fn next(args: &NextArgs, out: &mut impl Write) -> Result<()> {
             InputError::new("--count", format!("must be 1 to 10000, got {}", args.count)).into(),
         );
     }
+    let form = args.form.resolve()?;
     let base = base_url(&args.server)?;
     let url = match &args.tag {
         Some(tag) => format!("{base}/v1/segment/{}?count={}", check_tag(tag)?, args.count),
@@ -121,7 +127,11 @@ pub fn next(args: &NextArgs, out: &mut impl Write) -> Result<()> {
         .as_array()
         .ok_or_else(|| anyhow!("unexpected answer from {base}: {body}"))?
     {
-        writeln!(out, "{}", id.as_str().unwrap_or_default())?;
+        let text = id.as_str().unwrap_or_default();
+        match (&form, text.parse::<u64>()) {
+            (Some(form), Ok(id)) => writeln!(out, "{}", form.encode(id))?,
+            _ => writeln!(out, "{text}")?,
+        }
     }
     Ok(())
 }

@@ -10,6 +10,7 @@ use idmint_server::id_space::SpaceLayouts;
 use idmint_store::StoreOptions;
 
 use crate::error::InputError;
+use crate::form_opts::FormOpts;
 use crate::layout_opts::LayoutOpts;
 use crate::store_opts::open_existing;
 use idmint_store::SetOptions;
@@ -21,9 +22,13 @@ const FUTURE_SLACK_MS: u64 = 60_000;
 /// Arguments of `idmint decode`.
 #[derive(Debug, Args)]
 pub struct DecodeArgs {
-    /// The ID, in decimal (0 to 18446744073709551615).
+    /// The ID, in decimal (0 to 18446744073709551615), or in the form --format names.
     #[arg(value_name = "ID", allow_negative_numbers = true)]
     pub id: String,
+
+    /// The form the ID is written in, when it is not plain decimal.
+    #[command(flatten)]
+    pub form: FormOpts,
 
     /// The layout the ID was minted with.
     #[command(flatten)]
@@ -51,7 +56,12 @@ pub fn run(
     out: &mut dyn Write,
     warn: &mut dyn Write,
 ) -> Result<()> {
-    let id = parse_id(&args.id)?;
+    let id = match args.form.resolve()? {
+        Some(form) => form
+            .decode(&args.id)
+            .map_err(|e| InputError::new("ID", e))?,
+        None => parse_id(&args.id)?,
+    };
     let (layout, decoded) = match &args.store {
         Some(url) => decode_from_store(url, args.namespace.as_deref(), id)?,
         None => {

@@ -17,6 +17,7 @@ mod cmd_layout;
 mod cmd_serve;
 mod cmd_sql;
 mod error;
+mod form_opts;
 mod layout_opts;
 mod store_opts;
 mod text;

@@ -6,7 +6,8 @@
         order_id = ids.next("orders")      # segment ID, from memory
         event_id = ids.snowflake()         # time-ordered 64-bit ID
 
-`AsyncClient` is the same for asyncio.
+`AsyncClient` is the same for asyncio. `IdForm` writes IDs as text (base62, base36,
+base32, padded decimal, with a prefix) and reads them back, as the server does.
 """
 
 from ._async import AsyncClient
@@ -20,6 +21,7 @@ from ._errors import (
     Unavailable,
 )
 from ._sync import Client
+from .forms import IdForm
 
 __all__ = [
     "AsyncClient",
@@ -27,6 +29,7 @@ __all__ = [
     "Client",
     "ClientClosed",
     "ConfigError",
+    "IdForm",
     "IdmintError",
     "TagExhausted",
     "TooManyTags",

@@ -38,6 +38,35 @@ pub(crate) fn ids_json(ids: impl Iterator<Item = u64>, count: u64) -> Vec<u8> {
     out
 }
 
+/// `{"ids":[...]}` with each ID in `form` when one is given (prefixes and digits of a form are
+/// JSON-safe characters: no escaping), else [`ids_json`].
+pub(crate) fn ids_json_in(
+    ids: impl Iterator<Item = u64>,
+    count: u64,
+    form: Option<&idmint_core::IdForm>,
+) -> Vec<u8> {
+    let Some(form) = form else {
+        return ids_json(ids, count);
+    };
+    let mut out = String::with_capacity(
+        usize::try_from(count)
+            .unwrap_or(0)
+            .saturating_mul(form.prefix().len() + form.width().max(MAX_DIGITS) + 3)
+            .saturating_add(12),
+    );
+    out.push_str("{\"ids\":[");
+    for (i, id) in ids.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        form.encode_into(id, &mut out);
+        out.push('"');
+    }
+    out.push_str("]}");
+    out.into_bytes()
+}
+
 /// `{"start":"S","end":"E"}`.
 pub(crate) fn range_json(start: u64, end: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 * MAX_DIGITS + 24);

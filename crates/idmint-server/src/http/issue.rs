@@ -7,7 +7,7 @@ use axum::Json;
 
 use super::encode;
 use super::errors::ApiError;
-use super::params::{CountQuery, IdPath, Params, SizeQuery, SnowflakeQuery, TagPath};
+use super::params::{CountQuery, FormQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
 use super::state::AppState;
 use crate::telemetry;
 
@@ -22,7 +22,11 @@ pub(crate) async fn snowflake(
         .snowflakes(count, query.shard.unwrap_or(0))
         .await?;
     state.recorded.snowflakes(count);
-    Ok(encode::json(encode::ids_json(batch, count)))
+    Ok(encode::json(encode::ids_json_in(
+        batch,
+        count,
+        query.form.as_ref(),
+    )))
 }
 
 /// `GET /v1/segment/{tag}?count=N` → `{"ids": ["..."]}`, ascending.
@@ -34,9 +38,10 @@ pub(crate) async fn segment(
     let count = state.count(query.count)?;
     let runs = state.ids.segment_ids(&tag, count).await?;
     telemetry::record_segment(&tag, count);
-    Ok(encode::json(encode::ids_json(
+    Ok(encode::json(encode::ids_json_in(
         runs.into_iter().flatten(),
         count,
+        query.form.as_ref(),
     )))
 }
 
@@ -66,7 +71,12 @@ pub(crate) async fn lease(
 /// `GET /v1/decode/{id}` → the ID taken apart with this node's layout.
 pub(crate) async fn decode(
     State(state): State<AppState>,
-    IdPath(id): IdPath,
+    IdText(text): IdText,
+    Params(query): Params<FormQuery>,
 ) -> Result<Response, ApiError> {
+    let id = match &query.form {
+        Some(form) => form.decode(&text)?,
+        None => super::params::parse_id(&text)?,
+    };
     Ok(Json(state.ids.decode(id)?).into_response())
 }

@@ -26,7 +26,10 @@
 //! controllers do, and `OPTIONS` with their `Allow` list. `HEAD` never takes an ID: on the
 //! routes that mint it answers 200 with the headers and no body.
 //!
-//! IDs are JSON strings: JavaScript loses integers above 2^53.
+//! IDs are JSON strings: JavaScript loses integers above 2^53. `/v1/snowflake`,
+//! `/v1/segment/{tag}` and `/v1/decode/{id}` also take `format=decimal|base62|base36|base32`,
+//! `prefix=P` and `width=N`: the IDs as text in that form (`idmint_core::form`), or the ID to
+//! decode as written in it.
 //!
 //! # Tokens
 //!
@@ -41,7 +44,7 @@
 //!
 //! | Status | Codes |
 //! |---|---|
-//! | 400 | `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_argument` |
+//! | 400 | `invalid_format`, `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_argument` |
 //! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (a token that is not valid, of another scope, or not for the tag) |
 //! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
 //! | 405 | `method_not_allowed` (with `Allow`) |

@@ -12,7 +12,7 @@ use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::StatusCode;
-use idmint_core::Tag;
+use idmint_core::{IdForm, Tag};
 use serde::de::DeserializeOwned;
 
 use super::errors::{echo, ApiError};
@@ -36,39 +36,108 @@ impl<S: Send + Sync, T: FromQuery> FromRequestParts<S> for Params<T> {
     }
 }
 
-/// `?count=N&shard=K` of `/v1/snowflake`.
+/// `?count=N&shard=K` of `/v1/snowflake`, and the text form (see [`FormParts`]).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct SnowflakeQuery {
     pub count: Option<u64>,
     pub shard: Option<u64>,
+    pub form: Option<IdForm>,
 }
 
 impl FromQuery for SnowflakeQuery {
     fn from_query(query: &str) -> Result<Self, ApiError> {
         let mut out = Self::default();
+        let mut form = FormParts::default();
         for_each_pair(query, |key, value| match key {
             "count" => set_number(&mut out.count, "count", "invalid_count", value),
             "shard" => set_number(&mut out.shard, "shard", "invalid_shard", value),
-            _ => Ok(()),
+            _ => form.take(key, value),
         })?;
+        out.form = form.build()?;
         Ok(out)
     }
 }
 
-/// `?count=N` of `/v1/segment/{tag}`.
+/// `?count=N` of `/v1/segment/{tag}`, and the text form (see [`FormParts`]).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct CountQuery {
     pub count: Option<u64>,
+    pub form: Option<IdForm>,
 }
 
 impl FromQuery for CountQuery {
     fn from_query(query: &str) -> Result<Self, ApiError> {
         let mut out = Self::default();
+        let mut form = FormParts::default();
         for_each_pair(query, |key, value| match key {
             "count" => set_number(&mut out.count, "count", "invalid_count", value),
-            _ => Ok(()),
+            _ => form.take(key, value),
         })?;
+        out.form = form.build()?;
         Ok(out)
+    }
+}
+
+/// The text form of `/v1/decode/{id}`'s ID (see [`FormParts`]).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct FormQuery {
+    pub form: Option<IdForm>,
+}
+
+impl FromQuery for FormQuery {
+    fn from_query(query: &str) -> Result<Self, ApiError> {
+        let mut form = FormParts::default();
+        for_each_pair(query, |key, value| form.take(key, value))?;
+        Ok(Self {
+            form: form.build()?,
+        })
+    }
+}
+
+/// `format=base62|base36|base32|decimal`, `prefix=P`, `width=N`: IDs as text in that form
+/// (`idmint_core::form`). Without `format`, IDs are plain decimal and `prefix` or `width`
+/// alone is refused; other keys are ignored, as everywhere in the query.
+#[derive(Debug, Default)]
+struct FormParts {
+    format: Option<String>,
+    prefix: Option<String>,
+    width: Option<u64>,
+}
+
+impl FormParts {
+    fn take(&mut self, key: &str, value: &str) -> Result<(), ApiError> {
+        let text = |slot: &mut Option<String>, name: &'static str| {
+            if slot.is_some() {
+                return Err(ApiError::bad_request(
+                    "invalid_format",
+                    format!("`{name}` is given more than once"),
+                ));
+            }
+            *slot = Some(value.to_owned());
+            Ok(())
+        };
+        match key {
+            "format" => text(&mut self.format, "format"),
+            "prefix" => text(&mut self.prefix, "prefix"),
+            "width" => set_number(&mut self.width, "width", "invalid_format", value),
+            _ => Ok(()),
+        }
+    }
+
+    fn build(self) -> Result<Option<IdForm>, ApiError> {
+        let Some(format) = self.format else {
+            if self.prefix.is_some() || self.width.is_some() {
+                return Err(ApiError::bad_request(
+                    "invalid_format",
+                    "`prefix` and `width` need a `format` (base62, base36, base32 or decimal)",
+                ));
+            }
+            return Ok(None);
+        };
+        let width = self.width.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
+        IdForm::from_parts(&format, self.prefix.as_deref(), width)
+            .map(Some)
+            .map_err(|e| ApiError::bad_request("invalid_format", e.to_string()))
     }
 }
 
@@ -216,24 +285,28 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     }
 }
 
-/// A decimal ID from the path.
-#[derive(Debug)]
-pub(crate) struct IdPath(pub u64);
+/// A decimal ID as a path gives it, or the `invalid_id` refusal.
+pub(crate) fn parse_id(raw: &str) -> Result<u64, ApiError> {
+    parse_decimal(raw).ok_or_else(|| {
+        ApiError::bad_request(
+            "invalid_id",
+            format!(
+                "an ID is a decimal integer in 0..=18446744073709551615, got `{}`",
+                echo(raw)
+            ),
+        )
+    })
+}
 
-impl<S: Send + Sync> FromRequestParts<S> for IdPath {
+/// The `{id}` of a path as given, for a form to read (`/v1/decode/{id}?format=base62`).
+#[derive(Debug)]
+pub(crate) struct IdText(pub String);
+
+impl<S: Send + Sync> FromRequestParts<S> for IdText {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "invalid_id").await?;
-        parse_decimal(&raw).map(IdPath).ok_or_else(|| {
-            ApiError::bad_request(
-                "invalid_id",
-                format!(
-                    "an ID is a decimal integer in 0..=18446744073709551615, got `{}`",
-                    echo(&raw)
-                ),
-            )
-        })
+        Ok(IdText(path_param(parts, state, "invalid_id").await?))
     }
 }
 
@@ -302,7 +375,8 @@ mod tests {
             SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag").map_err(|e| e.code()),
             Ok(SnowflakeQuery {
                 count: Some(10),
-                shard: Some(3)
+                shard: Some(3),
+                form: None,
             })
         );
         assert_eq!(
@@ -343,7 +417,10 @@ mod tests {
         );
         assert_eq!(
             CountQuery::from_query("count=7").map_err(|e| e.code()),
-            Ok(CountQuery { count: Some(7) })
+            Ok(CountQuery {
+                count: Some(7),
+                form: None,
+            })
         );
     }
 }

@@ -2,9 +2,10 @@
 //! `idmint_core::Error` becomes a Redis error reply.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::BytesMut;
-use idmint_core::Error;
+use idmint_core::{Error, IdForm, Radix};
 use idmint_resp::encode;
 
 /// Redis' wording for an argument that is not a 64-bit integer.
@@ -79,66 +80,113 @@ pub(super) fn parse_count(out: &mut BytesMut, arg: &[u8], what: &str, max: u64) 
 /// one millisecond become three equal numbers. `String` sends each ID as a bulk string of its
 /// decimal digits instead, chosen per command (`FORMAT STRING`) or per connection
 /// (`IDMINT.FORMAT STRING`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(super) enum IdFormat {
     #[default]
     Integer,
     String,
+    /// A text form: base62, base36, base32 or padded decimal, with a prefix (`FORMAT BASE62
+    /// PREFIX ord_ WIDTH 12`), as bulk strings.
+    Text(Arc<IdForm>),
 }
 
 impl IdFormat {
-    /// `INTEGER` or `STRING`, any case.
+    /// `INTEGER`, `STRING`, or a form's radix (`DECIMAL`, `BASE62`, `BASE36`, `BASE32`) at its
+    /// full width, any case.
     pub(super) fn parse(word: &[u8]) -> Option<Self> {
         if word.eq_ignore_ascii_case(b"INTEGER") {
             Some(Self::Integer)
         } else if word.eq_ignore_ascii_case(b"STRING") {
             Some(Self::String)
         } else {
-            None
+            let radix: Radix = std::str::from_utf8(word).ok()?.parse().ok()?;
+            Some(Self::Text(Arc::new(IdForm::new(radix))))
         }
     }
 
-    /// The word [`parse`](Self::parse) reads.
-    pub(super) fn name(self) -> &'static str {
+    /// The same text form with `PREFIX` or `WIDTH`; refused for `INTEGER` and `STRING`.
+    pub(super) fn refined(
+        self,
+        prefix: Option<&[u8]>,
+        width: Option<u64>,
+    ) -> std::result::Result<Self, String> {
+        if prefix.is_none() && width.is_none() {
+            return Ok(self);
+        }
+        let Self::Text(form) = self else {
+            return Err(NEEDS_TEXT_FORMAT.to_owned());
+        };
+        let mut form = (*form).clone();
+        if let Some(prefix) = prefix {
+            let prefix = std::str::from_utf8(prefix).unwrap_or("\u{fffd}");
+            form = form.with_prefix(prefix).map_err(|e| format!("ERR {e}"))?;
+        }
+        if let Some(width) = width {
+            let width = usize::try_from(width).unwrap_or(usize::MAX);
+            form = form.with_width(width).map_err(|e| format!("ERR {e}"))?;
+        }
+        Ok(Self::Text(Arc::new(form)))
+    }
+
+    /// The words [`parse`](Self::parse) reads, lowercase (`base62 prefix=ord_` for a form).
+    pub(super) fn name(&self) -> String {
         match self {
-            Self::Integer => "integer",
-            Self::String => "string",
+            Self::Integer => "integer".to_owned(),
+            Self::String => "string".to_owned(),
+            Self::Text(form) => form.to_string(),
         }
     }
 }
 
-/// The error for a `FORMAT` other than `INTEGER` or `STRING`.
-pub(super) const BAD_FORMAT: &str = "ERR FORMAT must be INTEGER or STRING";
+/// The error for an unknown `FORMAT`.
+pub(super) const BAD_FORMAT: &str =
+    "ERR FORMAT must be INTEGER, STRING, DECIMAL, BASE62, BASE36 or BASE32";
+
+/// The error for `PREFIX` or `WIDTH` without a text form.
+pub(super) const NEEDS_TEXT_FORMAT: &str =
+    "ERR PREFIX and WIDTH need FORMAT DECIMAL, BASE62, BASE36 or BASE32";
 
 /// An ID as a reply in `format`. Every ID idmint issues fits in 63 bits (snowflake layouts are
 /// at most 63 bits, segment IDs at most `i64::MAX`); should one not, it is refused rather than
 /// sent as a negative number.
 #[inline]
-pub(super) fn id(out: &mut BytesMut, id: u64, format: IdFormat) {
-    match i64::try_from(id) {
-        Ok(n) if format == IdFormat::Integer => encode::integer(out, n),
-        Ok(n) => encode::bulk_integer(out, n),
-        Err(_) => encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer")),
+pub(super) fn id(out: &mut BytesMut, id: u64, format: &IdFormat) {
+    match (i64::try_from(id), format) {
+        (Ok(n), IdFormat::Integer) => encode::integer(out, n),
+        (Ok(n), IdFormat::String) => encode::bulk_integer(out, n),
+        (Ok(_), IdFormat::Text(form)) => encode::bulk(out, form.encode(id).as_bytes()),
+        (Err(_), _) => {
+            encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer"))
+        }
     }
 }
 
 /// IDs as an array (`IDMINT.SNOWFLAKE COUNT n`, `IDMINT.NEXT tag COUNT n`), ascending,
 /// `largest` being the last. Refused as a whole, like [`id`], should the largest not fit a
 /// RESP integer; then none of the others is sent as a negative number either.
-pub(super) fn ids<I>(out: &mut BytesMut, ids: I, largest: Option<u64>, format: IdFormat)
+pub(super) fn ids<I>(out: &mut BytesMut, ids: I, largest: Option<u64>, format: &IdFormat)
 where
     I: ExactSizeIterator<Item = u64>,
 {
-    match largest.map(i64::try_from) {
-        Some(Err(_)) => id(out, largest.unwrap_or(u64::MAX), format),
+    match (largest.map(i64::try_from), format) {
+        (Some(Err(_)), _) => id(out, largest.unwrap_or(u64::MAX), format),
         // Every ID is at most `largest`, which fits.
-        _ if format == IdFormat::Integer => {
+        (_, IdFormat::Integer) => {
             encode::integer_array(out, ids.map(|id| i64::try_from(id).unwrap_or(i64::MAX)))
         }
-        _ => {
+        (_, IdFormat::String) => {
             encode::array_header(out, ids.len());
             for n in ids {
                 encode::bulk_integer(out, i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
+        (_, IdFormat::Text(form)) => {
+            encode::array_header(out, ids.len());
+            let mut text = String::with_capacity(form.prefix().len() + 20);
+            for n in ids {
+                text.clear();
+                form.encode_into(n, &mut text);
+                encode::bulk(out, text.as_bytes());
             }
         }
     }
@@ -305,9 +353,9 @@ mod tests {
     #[test]
     fn ids_fit_or_are_refused() {
         let mut out = BytesMut::new();
-        id(&mut out, 12, IdFormat::Integer);
-        id(&mut out, 12, IdFormat::String);
-        id(&mut out, u64::MAX, IdFormat::String);
+        id(&mut out, 12, &IdFormat::Integer);
+        id(&mut out, 12, &IdFormat::String);
+        id(&mut out, u64::MAX, &IdFormat::String);
         assert_eq!(
             &out[..],
             &b":12\r\n$2\r\n12\r\n-ERR ID 18446744073709551615 does not fit a RESP integer\r\n"[..]
@@ -323,17 +371,17 @@ mod tests {
 
         let mut out = BytesMut::new();
         let (ids, largest) = RunIds::new(vec![98..101, 5..6]);
-        super::ids(&mut out, ids, largest, IdFormat::Integer);
+        super::ids(&mut out, ids, largest, &IdFormat::Integer);
         assert_eq!(&out[..], &b"*4\r\n:98\r\n:99\r\n:100\r\n:5\r\n"[..]);
 
         out.clear();
         let (ids, largest) = RunIds::new(vec![9..10, 10..11]);
-        super::ids(&mut out, ids, largest, IdFormat::String);
+        super::ids(&mut out, ids, largest, &IdFormat::String);
         assert_eq!(&out[..], &b"*2\r\n$1\r\n9\r\n$2\r\n10\r\n"[..]);
 
         out.clear();
         let (ids, largest) = RunIds::new(Vec::new());
-        super::ids(&mut out, ids, largest, IdFormat::Integer);
+        super::ids(&mut out, ids, largest, &IdFormat::Integer);
         assert_eq!(&out[..], &b"*0\r\n"[..]);
     }
 
@@ -342,7 +390,7 @@ mod tests {
         let mut out = BytesMut::new();
         let huge = u64::MAX - 1;
         let (ids, largest) = RunIds::new(vec![1..3, huge..huge + 1]);
-        super::ids(&mut out, ids, largest, IdFormat::Integer);
+        super::ids(&mut out, ids, largest, &IdFormat::Integer);
         assert_eq!(
             &out[..],
             &b"-ERR ID 18446744073709551614 does not fit a RESP integer\r\n"[..]

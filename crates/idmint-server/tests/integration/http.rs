@@ -939,3 +939,70 @@ async fn concurrent_clients_never_share_an_id() {
     let server = Arc::into_inner(server).unwrap();
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_in_text_forms_and_back() {
+    use idmint_core::{IdForm, Radix};
+    let server = Server::start(Setup::default()).await;
+    let texts = |body: &Value| -> Vec<String> {
+        let ids = body["ids"].as_array().unwrap().iter();
+        ids.map(|v| v.as_str().unwrap().to_owned()).collect()
+    };
+    // Snowflakes in base62 with a prefix: full width, sorted as text as they were minted.
+    let body = ok_json(
+        server
+            .get("/v1/snowflake?count=50&format=base62&prefix=u_")
+            .await,
+    )
+    .await;
+    let got = texts(&body);
+    let form = IdForm::new(Radix::Base62).with_prefix("u_").unwrap();
+    assert!(
+        got.iter().all(|t| t.len() == 13 && t.starts_with("u_")),
+        "{got:?}"
+    );
+    let ids: Vec<u64> = got.iter().map(|t| form.decode(t).unwrap()).collect();
+    assert_increasing(&ids);
+    let mut sorted = got.clone();
+    sorted.sort();
+    assert_eq!(sorted, got);
+    // Segment IDs as padded decimal, and base32 at the shortest.
+    let body = ok_json(
+        server
+            .get("/v1/segment/forms?count=3&format=decimal&width=6")
+            .await,
+    )
+    .await;
+    assert_eq!(texts(&body), ["000001", "000002", "000003"]);
+    let body = ok_json(server.get("/v1/segment/forms?format=BASE32&width=0").await).await;
+    assert_eq!(texts(&body), ["4"]);
+    // The decoder reads what it wrote.
+    let decoded = ok_json(
+        server
+            .get(&format!("/v1/decode/{}?format=base62&prefix=u_", got[0]))
+            .await,
+    )
+    .await;
+    assert_eq!(decoded["id"], ids[0].to_string());
+    // Refusals.
+    for (path, code) in [
+        ("/v1/snowflake?format=base64", "invalid_format"),
+        ("/v1/snowflake?prefix=u_", "invalid_format"),
+        ("/v1/snowflake?format=base62&width=99", "invalid_format"),
+        (
+            "/v1/snowflake?format=base62&prefix=%C3%A9",
+            "invalid_format",
+        ),
+        (
+            "/v1/snowflake?format=base62&format=base36",
+            "invalid_format",
+        ),
+        ("/v1/segment/forms?format=base62&width=x", "invalid_format"),
+        ("/v1/decode/zz!?format=base62", "invalid_id"),
+        ("/v1/decode/v_0?format=base62&prefix=u_", "invalid_id"),
+        ("/v1/decode/zzzzzzzzzzzz?format=base62", "invalid_id"),
+    ] {
+        assert_error(server.get(path).await, 400, code).await;
+    }
+    server.stop().await;
+}

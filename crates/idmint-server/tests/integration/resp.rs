@@ -641,11 +641,56 @@ async fn ids_as_strings_per_command_and_per_connection() {
     assert_eq!(
         reply,
         "*2\r\n$1\r\n1\r\n$1\r\n2\r\n$7\r\ninteger\r\n+OK\r\n$1\r\n3\r\n$1\r\n6\r\n\
-         $6\r\nstring\r\n:7\r\n-ERR FORMAT must be INTEGER or STRING\r\n\
-         -ERR FORMAT must be INTEGER or STRING\r\n+OK\r\n"
+         $6\r\nstring\r\n:7\r\n-ERR FORMAT must be INTEGER, STRING, DECIMAL, BASE62, BASE36 or BASE32\r\n\
+         -ERR FORMAT must be INTEGER, STRING, DECIMAL, BASE62, BASE36 or BASE32\r\n+OK\r\n"
     );
     let reply = exchange(&server, "IDMINT.FORMAT STRING\r\nIDMINT.SNOWFLAKE\r\n").await;
     assert!(reply.starts_with("+OK\r\n$"), "{reply}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ids_in_text_forms_per_command_and_per_connection() {
+    let server = Server::open().await;
+    let reply = exchange(
+        &server,
+        "IDMINT.NEXT f COUNT 3 FORMAT BASE36 WIDTH 0\r\n\
+         IDMINT.NEXT f FORMAT decimal PREFIX ord_ WIDTH 4\r\n\
+         IDMINT.FORMAT BASE62 PREFIX u_\r\nIDMINT.FORMAT\r\nINCR f\r\n\
+         IDMINT.DECODE u_00000000005\r\n\
+         IDMINT.FORMAT INTEGER\r\nIDMINT.SNOWFLAKE PREFIX x\r\n\
+         IDMINT.SNOWFLAKE FORMAT BASE62 PREFIX a!b\r\n\
+         IDMINT.DECODE zz! FORMAT BASE62\r\nIDMINT.FORMAT BASE62 WIDTH\r\n",
+    )
+    .await;
+    let expected_start = "*3\r\n$1\r\n1\r\n$1\r\n2\r\n$1\r\n3\r\n$8\r\nord_0004\r\n+OK\r\n\
+                          $16\r\nbase62 prefix=u_\r\n$13\r\nu_00000000005\r\n";
+    assert!(reply.starts_with(expected_start), "{reply}");
+    // The decoder read the connection's form and answers the ID in it.
+    assert!(
+        reply.contains("$2\r\nid\r\n$13\r\nu_00000000005\r\n"),
+        "{reply}"
+    );
+    for refusal in [
+        "-ERR PREFIX and WIDTH need FORMAT DECIMAL, BASE62, BASE36 or BASE32\r\n",
+        "-ERR invalid argument `prefix`",
+        "-ERR invalid argument `id`: `zz!`: character 3",
+        "-ERR syntax error\r\n",
+    ] {
+        assert!(reply.contains(refusal), "{refusal} not in {reply}");
+    }
+    // A snowflake in base32 reads back as the integer the next one follows.
+    let reply = exchange(
+        &server,
+        "IDMINT.SNOWFLAKE FORMAT BASE32\r\nIDMINT.SNOWFLAKE\r\n",
+    )
+    .await;
+    let mut lines = reply.split("\r\n");
+    let (_, text, next) = (lines.next(), lines.next().unwrap(), lines.next().unwrap());
+    let form = idmint_core::IdForm::new(idmint_core::Radix::Base32);
+    let first = form.decode(text).unwrap();
+    let second: u64 = next.trim_start_matches(':').parse().unwrap();
+    assert!(second > first, "{reply}");
     server.stop().await;
 }
 

@@ -462,3 +462,44 @@ fn unknown_subcommands_are_usage_errors() {
     let run = idmint(&["frobnicate"]);
     assert_eq!(run.status, Some(EXIT_USAGE), "{}", run.stderr);
 }
+
+#[test]
+fn decodes_ids_written_in_text_forms() {
+    // Discord's ID in base62 with a prefix, as `format=base62&prefix=d_` writes it.
+    let form = idmint_core::IdForm::new(idmint_core::Radix::Base62)
+        .with_prefix("d_")
+        .unwrap();
+    let text = form.encode(DISCORD_ID.parse().unwrap());
+    let args = ["decode", &text, "--layout", "discord", "--format", "base62"];
+    let run = idmint(&[&args[..], &["--prefix", "d_"]].concat());
+    let pairs = run.pairs();
+    run.ok();
+    assert_eq!(pairs["id"], DISCORD_ID);
+    assert_eq!(pairs["time"], "2016-04-30T11:18:25.796Z");
+    // Crockford's base32 reads either case and skips hyphens.
+    let ulid =
+        idmint_core::IdForm::new(idmint_core::Radix::Base32).encode(DISCORD_ID.parse().unwrap());
+    let spaced = format!("{}-{}", &ulid[..6], &ulid[6..]).to_ascii_lowercase();
+    let run = idmint(&[
+        "decode",
+        &spaced,
+        "--layout",
+        "discord",
+        "--format",
+        "crockford",
+    ]);
+    assert_eq!(run.pairs()["id"], DISCORD_ID);
+    // Refusals name what to fix.
+    idmint(&["decode", "zz!", "--format", "base62"]).usage_error(&["ID", "character 3"]);
+    idmint(&["decode", "1", "--format", "base64"]).usage_error(&["--format", "base64"]);
+    idmint(&["decode", "1", "--format", "base62", "--prefix", "a b"]).usage_error(&["--prefix"]);
+    idmint(&["decode", "x_1", "--format", "base62", "--prefix", "d_"])
+        .usage_error(&["prefix `d_`"]);
+    let run = idmint(&["decode", "1", "--prefix", "d_"]);
+    assert_eq!(
+        run.status,
+        Some(EXIT_USAGE),
+        "--prefix without --format: {}",
+        run.stderr
+    );
+}

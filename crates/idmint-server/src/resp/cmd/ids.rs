@@ -18,14 +18,16 @@ struct Options {
 }
 
 impl Session {
-    /// Reads `[COUNT n] [SHARD k] [FORMAT f]` (`SHARD` only when `shard_allowed`), in any
+    /// Reads `[COUNT n] [SHARD k] [FORMAT f] [PREFIX p] [WIDTH n]` (`SHARD` only when
+    /// `shard_allowed`; `PREFIX` and `WIDTH` only with a text form), in any
     /// order, writing the error reply and returning `None` for anything else.
     fn options(&self, args: &[Bytes], shard_allowed: bool, out: &mut BytesMut) -> Option<Options> {
         let mut options = Options {
             count: None,
             shard: None,
-            format: self.format,
+            format: self.format.clone(),
         };
+        let (mut prefix, mut width) = (None, None);
         let mut words = args.iter();
         while let Some(option) = words.next() {
             let Some(value) = words.next() else {
@@ -47,8 +49,23 @@ impl Session {
                     return None;
                 };
                 options.format = format;
+            } else if option.eq_ignore_ascii_case(b"PREFIX") {
+                prefix = Some(value.as_ref());
+            } else if option.eq_ignore_ascii_case(b"WIDTH") {
+                let Some(w) = reply::parse_u64(value) else {
+                    encode::error(out, NOT_AN_INTEGER);
+                    return None;
+                };
+                width = Some(w);
             } else {
                 encode::error(out, SYNTAX_ERROR);
+                return None;
+            }
+        }
+        match options.format.refined(prefix, width) {
+            Ok(format) => options.format = format,
+            Err(message) => {
+                encode::error(out, &message);
                 return None;
             }
         }
@@ -70,7 +87,7 @@ impl Session {
         }
         .await;
         match result {
-            Ok(id) => reply::id(out, id, self.format),
+            Ok(id) => reply::id(out, id, &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -93,12 +110,12 @@ impl Session {
         }
         .await;
         match result {
-            Ok(last) => reply::id(out, last, self.format),
+            Ok(last) => reply::id(out, last, &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
 
-    /// `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT INTEGER|STRING]`.
+    /// `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f [PREFIX p] [WIDTH n]]`.
     pub(super) async fn snowflake(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let args = args.get(1..).unwrap_or_default();
         let Some(options) = self.options(args, true, out) else {
@@ -111,10 +128,10 @@ impl Session {
                 let issued = batch.len() as u64;
                 if count.is_some() {
                     let largest = batch.last_id();
-                    reply::ids(out, batch, largest, options.format);
+                    reply::ids(out, batch, largest, &options.format);
                 } else {
                     match batch.next() {
-                        Some(id) => reply::id(out, id, options.format),
+                        Some(id) => reply::id(out, id, &options.format),
                         None => encode::error(out, "ERR no snowflake was issued"),
                     }
                 }
@@ -124,7 +141,7 @@ impl Session {
         }
     }
 
-    /// `IDMINT.NEXT tag [COUNT n] [FORMAT INTEGER|STRING]`.
+    /// `IDMINT.NEXT tag [COUNT n] [FORMAT f [PREFIX p] [WIDTH n]]`.
     pub(super) async fn next(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let Some(tag) = args.get(1) else {
             return wrong_arity(out, "idmint.next");
@@ -149,26 +166,43 @@ impl Session {
         match result {
             Ok(runs) => {
                 let (ids, largest) = reply::RunIds::new(runs);
-                reply::ids(out, ids, largest, options.format);
+                reply::ids(out, ids, largest, &options.format);
             }
             Err(error) => reply::service_error(out, &error),
         }
     }
 
-    /// `IDMINT.FORMAT [INTEGER|STRING]`: sets how this connection's ID replies are written
-    /// (`+OK`), or, without an argument, answers the current choice. Lasts until the
-    /// connection closes or sends `RESET`; a client that reconnects must send it again.
+    /// `IDMINT.FORMAT [INTEGER|STRING|DECIMAL|BASE62|BASE36|BASE32 [PREFIX p] [WIDTH n]]`:
+    /// sets how this connection's ID replies are written (`+OK`), or, without an argument,
+    /// answers the current choice. Lasts until the connection closes or sends `RESET`; a client
+    /// that reconnects must send it again.
     pub(super) fn format(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        match args {
-            [_] => encode::bulk(out, self.format.name().as_bytes()),
-            [_, word] => match IdFormat::parse(word) {
-                Some(format) => {
-                    self.format = format;
-                    encode::ok(out);
+        let Some(word) = args.get(1) else {
+            return encode::bulk(out, self.format.name().as_bytes());
+        };
+        let Some(format) = IdFormat::parse(word) else {
+            return encode::error(out, BAD_FORMAT);
+        };
+        let (mut prefix, mut width) = (None, None);
+        let mut words = args.get(2..).unwrap_or_default().iter();
+        while let Some(option) = words.next() {
+            match (option, words.next()) {
+                (o, Some(v)) if o.eq_ignore_ascii_case(b"PREFIX") => prefix = Some(v.as_ref()),
+                (o, Some(v)) if o.eq_ignore_ascii_case(b"WIDTH") => {
+                    let Some(w) = reply::parse_u64(v) else {
+                        return encode::error(out, NOT_AN_INTEGER);
+                    };
+                    width = Some(w);
                 }
-                None => encode::error(out, BAD_FORMAT),
-            },
-            _ => wrong_arity(out, "idmint.format"),
+                _ => return encode::error(out, SYNTAX_ERROR),
+            }
+        }
+        match format.refined(prefix, width) {
+            Ok(format) => {
+                self.format = format;
+                encode::ok(out);
+            }
+            Err(message) => encode::error(out, &message),
         }
     }
 
@@ -193,8 +227,29 @@ impl Session {
     /// a map (field/value pairs in RESP2, what `HGETALL` returns, so clients read it into a
     /// map either way).
     pub(super) fn decode(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        let Some(id) = args.get(1).and_then(|a| reply::parse_u64(a)) else {
-            return encode::error(out, NOT_AN_INTEGER);
+        let Some(text) = args.get(1) else {
+            return wrong_arity(out, "idmint.decode");
+        };
+        // `[FORMAT f [PREFIX p] [WIDTH n]]`, or the connection's format: the ID as that form
+        // writes it.
+        let Some(options) = self.options(args.get(2..).unwrap_or_default(), false, out) else {
+            return;
+        };
+        if options.count.is_some() {
+            return encode::error(out, SYNTAX_ERROR);
+        }
+        let id = match &options.format {
+            IdFormat::Text(form) => match std::str::from_utf8(text)
+                .map_err(|_| "not UTF-8".to_owned())
+                .and_then(|t| form.decode(t).map_err(|e| e.to_string()))
+            {
+                Ok(id) => id,
+                Err(message) => return encode::error_fmt(out, format_args!("ERR {message}")),
+            },
+            _ => match reply::parse_u64(text) {
+                Some(id) => id,
+                None => return encode::error(out, NOT_AN_INTEGER),
+            },
         };
         let decoded = match self.shared.ids.decode(id) {
             Ok(decoded) => decoded,
@@ -207,29 +262,29 @@ impl Session {
         ];
         let present = optional.iter().filter(|(_, v)| v.is_some()).count()
             + usize::from(decoded.id_space.is_some());
-        let format = self.format;
+        let format = options.format;
         encode::map_header(out, self.protocol, 6 + present);
         encode::bulk(out, b"id");
-        reply::id(out, id, format);
+        reply::id(out, id, &format);
         encode::bulk(out, b"layout");
         encode::bulk(out, decoded.layout.as_bytes());
         encode::bulk(out, b"time");
         encode::bulk(out, decoded.time.as_bytes());
         encode::bulk(out, b"unix_ms");
-        reply::id(out, decoded.unix_ms, IdFormat::Integer);
+        reply::id(out, decoded.unix_ms, &IdFormat::Integer);
         encode::bulk(out, b"tick");
-        reply::id(out, decoded.tick, IdFormat::Integer);
+        reply::id(out, decoded.tick, &IdFormat::Integer);
         for (field, value) in optional {
             if let Some(value) = value {
                 encode::bulk(out, field.as_bytes());
-                reply::id(out, value, IdFormat::Integer);
+                reply::id(out, value, &IdFormat::Integer);
             }
         }
         encode::bulk(out, b"seq");
-        reply::id(out, decoded.seq, IdFormat::Integer);
+        reply::id(out, decoded.seq, &IdFormat::Integer);
         if let Some(version) = decoded.id_space {
             encode::bulk(out, b"id_space");
-            reply::id(out, version, IdFormat::Integer);
+            reply::id(out, version, &IdFormat::Integer);
         }
     }
 }

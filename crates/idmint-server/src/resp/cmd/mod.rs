@@ -134,7 +134,7 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], MINT),
     spec(Kind::Range, "idmint.range", -3, &["write", "denyoom"], 1, &["@write", "@slow"], MINT),
     spec(Kind::GiveBack, "idmint.giveback", 4, &["write"], 1, &["@write", "@slow"], MINT),
-    spec(Kind::Decode, "idmint.decode", 2, READ, 0, &["@read", "@fast"], MINT),
+    spec(Kind::Decode, "idmint.decode", -2, READ, 0, &["@read", "@fast"], MINT),
     spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
     spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),
     spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, OPEN),
@@ -310,12 +310,12 @@ impl Session {
                 let entry = self.tags.get(tag)?;
                 let id = entry.buffer.try_next()?;
                 entry.issued(1);
-                reply::id(out, id, self.format);
+                reply::id(out, id, &self.format);
             }
             [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
                 let id = self.shared.ids.try_snowflake()?;
                 self.snowflakes_pending += 1;
-                reply::id(out, id, self.format);
+                reply::id(out, id, &self.format);
             }
             _ => return None,
         }

@@ -126,8 +126,8 @@ impl Session {
         match self.take_range(tag, n, floor).await {
             Ok(run) => {
                 encode::array_header(out, 2);
-                reply::id(out, run.start, self.format);
-                reply::id(out, run.end - 1, self.format);
+                reply::id(out, run.start, &self.format);
+                reply::id(out, run.end - 1, &self.format);
             }
             Err(error) => reply::service_error(out, &error),
         }
