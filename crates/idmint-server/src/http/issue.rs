@@ -25,7 +25,7 @@ pub(crate) async fn snowflake(
     Ok(encode::json(encode::ids_json_in(
         batch,
         count,
-        query.form.as_ref(),
+        query.form.as_deref(),
     )))
 }
 
@@ -41,7 +41,7 @@ pub(crate) async fn segment(
     Ok(encode::json(encode::ids_json_in(
         runs.into_iter().flatten(),
         count,
-        query.form.as_ref(),
+        query.form.as_deref(),
     )))
 }
 

@@ -41,7 +41,7 @@ impl<S: Send + Sync, T: FromQuery> FromRequestParts<S> for Params<T> {
 pub(crate) struct SnowflakeQuery {
     pub count: Option<u64>,
     pub shard: Option<u64>,
-    pub form: Option<IdForm>,
+    pub form: Option<Box<IdForm>>,
 }
 
 impl FromQuery for SnowflakeQuery {
@@ -62,7 +62,7 @@ impl FromQuery for SnowflakeQuery {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct CountQuery {
     pub count: Option<u64>,
-    pub form: Option<IdForm>,
+    pub form: Option<Box<IdForm>>,
 }
 
 impl FromQuery for CountQuery {
@@ -81,7 +81,7 @@ impl FromQuery for CountQuery {
 /// The text form of `/v1/decode/{id}`'s ID (see [`FormParts`]).
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct FormQuery {
-    pub form: Option<IdForm>,
+    pub form: Option<Box<IdForm>>,
 }
 
 impl FromQuery for FormQuery {
@@ -124,7 +124,9 @@ impl FormParts {
         }
     }
 
-    fn build(self) -> Result<Option<IdForm>, ApiError> {
+    /// The form, boxed: it is rare, and the queries (and so the handlers' futures, which are
+    /// moved as they are polled) stay small without it.
+    fn build(self) -> Result<Option<Box<IdForm>>, ApiError> {
         let Some(format) = self.format else {
             if self.prefix.is_some() || self.width.is_some() {
                 return Err(ApiError::bad_request(
@@ -136,7 +138,7 @@ impl FormParts {
         };
         let width = self.width.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
         IdForm::from_parts(&format, self.prefix.as_deref(), width)
-            .map(Some)
+            .map(|form| Some(Box::new(form)))
             .map_err(|e| ApiError::bad_request("invalid_format", e.to_string()))
     }
 }
