@@ -31,11 +31,10 @@
 //!   tick each issued as its worker's high-water mark, and frees the worker IDs, so the next
 //!   node to hold one starts above it.
 
-use std::str::FromStr;
 use std::time::Duration;
 
 use idmint_core::{FieldKind, IdSpaceRecord, Layout};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgPoolOptions;
 use sqlx::{AssertSqlSafe, PgPool, Postgres, Row, Transaction};
 
 use crate::location::{Backend, Location};
@@ -620,12 +619,7 @@ async fn connect(location: &Location, options: &StoreOptions) -> Result<PgPool> 
             ),
         });
     }
-    let connect = PgConnectOptions::from_str(&location.url)
-        .map_err(|e| Error::InvalidArgument {
-            name: "store",
-            reason: format!("`{}`: {e}", location.display),
-        })?
-        .application_name("idmint sql");
+    let connect = super::postgres::connect_options(location, "idmint sql")?;
     PgPoolOptions::new()
         .max_connections(1)
         .acquire_timeout(options.call_timeout)

@@ -169,12 +169,7 @@ pub(crate) async fn open(
     location: &Location,
     options: &StoreOptions,
 ) -> Result<SqlStore<PostgresDialect>> {
-    let connect = PgConnectOptions::from_str(&location.url)
-        .map_err(|e| Error::InvalidArgument {
-            name: "store",
-            reason: format!("`{}`: {e}", location.display),
-        })?
-        .application_name("idmint");
+    let connect = connect_options(location, "idmint")?;
     let pool = PgPoolOptions::new()
         .max_connections(MAX_CONNECTIONS)
         .acquire_timeout(options.call_timeout)
@@ -187,6 +182,17 @@ pub(crate) async fn open(
         lock_key: lock_key(&options.namespace),
     };
     SqlStore::new(pool, dialect, options, &location.display).await
+}
+
+/// The connection settings of `location`'s URL, naming the connections `application` (what
+/// `pg_stat_activity` shows).
+pub(crate) fn connect_options(location: &Location, application: &str) -> Result<PgConnectOptions> {
+    Ok(PgConnectOptions::from_str(&location.url)
+        .map_err(|e| Error::InvalidArgument {
+            name: "store",
+            reason: format!("`{}`: {e}", location.display),
+        })?
+        .application_name(application))
 }
 
 /// Refuses a server that acknowledges commits before they are on disk, unless allowed.

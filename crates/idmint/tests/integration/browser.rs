@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use crate::clients::repo;
 use crate::common::{free_port, sqlite_url, Server};
 use crate::security::{address, folder, http, Resp};
 
@@ -43,24 +42,13 @@ struct Installed {
 fn installed() -> &'static Installed {
     static INSTALLED: OnceLock<Installed> = OnceLock::new();
     INSTALLED.get_or_init(|| {
-        let output = Command::new(repo().join("tests/browser/setup"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("tests/browser/setup did not start");
-        assert!(
-            output.status.success(),
-            "tests/browser/setup failed: Chromium and ChromeDriver could not be installed"
-        );
-        let text = String::from_utf8_lossy(&output.stdout);
-        let value = |key: &str| {
-            text.lines()
-                .find_map(|line| line.strip_prefix(&format!("{key}=")))
-                .unwrap_or_else(|| panic!("tests/browser/setup printed no {key}: {text}"))
-                .to_owned()
-        };
+        let [chromium, chromedriver] =
+            crate::common::run_setup("tests/browser/setup", &["chromium", "chromedriver"])
+                .try_into()
+                .expect("two values");
         Installed {
-            chromium: value("chromium"),
-            chromedriver: value("chromedriver"),
+            chromium,
+            chromedriver,
         }
     })
 }

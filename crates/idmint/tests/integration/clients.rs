@@ -34,25 +34,13 @@ pub(crate) fn repo() -> PathBuf {
 pub(crate) fn libraries() -> &'static Libraries {
     static LIBRARIES: OnceLock<Libraries> = OnceLock::new();
     LIBRARIES.get_or_init(|| {
-        let output = Command::new(repo().join("tests/clients/setup"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("tests/clients/setup did not start");
-        assert!(
-            output.status.success(),
-            "tests/clients/setup failed: the client libraries could not be installed"
-        );
-        let text = String::from_utf8_lossy(&output.stdout);
-        let value = |key: &str| {
-            let line = text
-                .lines()
-                .find_map(|line| line.strip_prefix(&format!("{key}=")))
-                .unwrap_or_else(|| panic!("tests/clients/setup printed no {key}: {text}"));
-            PathBuf::from(line)
-        };
+        let [python, node_dir] =
+            crate::common::run_setup("tests/clients/setup", &["python", "node_dir"])
+                .try_into()
+                .expect("two values");
         Libraries {
-            python: value("python"),
-            node_dir: value("node_dir"),
+            python: PathBuf::from(python),
+            node_dir: PathBuf::from(node_dir),
         }
     })
 }

@@ -237,3 +237,26 @@ impl FixedNode {
         self.resp.rsplit(':').next().unwrap_or_default()
     }
 }
+
+/// Runs a setup script of the repository (`tests/clients/setup`, `tests/browser/setup`), which
+/// installs what a suite needs and prints `key=value` lines; returns the value of each of
+/// `keys`, in order.
+pub fn run_setup(script: &str, keys: &[&str]) -> Vec<String> {
+    let output = Command::new(crate::clients::repo().join(script))
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("{script} did not start: {e}"));
+    assert!(
+        output.status.success(),
+        "{script} failed: what the suite needs could not be installed"
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    keys.iter()
+        .map(|key| {
+            text.lines()
+                .find_map(|line| line.strip_prefix(&format!("{key}=")))
+                .unwrap_or_else(|| panic!("{script} printed no {key}: {text}"))
+                .to_owned()
+        })
+        .collect()
+}
