@@ -405,17 +405,9 @@ class AsyncClient:
             return out
 
     def _take_snowflakes(self, batch: List[int], i: int, n: int, out: List[int]) -> int:
-        last = self._sf_last
-        dropped = 0
-        while i < len(batch) and len(out) < n:
-            v = batch[i]
-            i += 1
-            if v > last:
-                out.append(v)
-                last = v
-            else:
-                dropped += 1
-        self._sf_last = last
+        """Moves IDs of `batch` from `i` on to `out` (up to `n` there), skipping those not
+        above the last handed out. Returns the next index."""
+        i, self._sf_last, dropped = core.take_increasing(batch, i, n, out, self._sf_last)
         if dropped:
             self._stats.add("snowflakes_dropped", dropped)
         return i

@@ -414,3 +414,19 @@ class Stats:
 
 def now() -> float:
     return time.monotonic()
+
+
+def take_increasing(batch: List[int], i: int, n: int, out: List[int], last: int) -> Tuple[int, int, int]:
+    """Moves IDs of `batch` from index `i` on to `out` until `out` holds `n`, skipping every ID
+    not above `last` (the last one the client handed out: its snowflakes only increase).
+    Returns the next index, the new last ID, and how many were skipped."""
+    dropped = 0
+    while i < len(batch) and len(out) < n:
+        v = batch[i]
+        i += 1
+        if v > last:
+            out.append(v)
+            last = v
+        else:
+            dropped += 1
+    return i, last, dropped

@@ -442,17 +442,7 @@ class Client:
     def _take_snowflakes(self, batch: List[int], i: int, n: int, out: List[int]) -> int:
         """Moves IDs of `batch` from `i` on to `out` (up to `n` there), skipping those not
         above the last handed out. Returns the next index. Under _sf_lock."""
-        last = self._sf_last
-        dropped = 0
-        while i < len(batch) and len(out) < n:
-            v = batch[i]
-            i += 1
-            if v > last:
-                out.append(v)
-                last = v
-            else:
-                dropped += 1
-        self._sf_last = last
+        i, self._sf_last, dropped = core.take_increasing(batch, i, n, out, self._sf_last)
         if dropped:
             self._stats.add("snowflakes_dropped", dropped)
         return i
