@@ -207,10 +207,7 @@ fn call(
     body: Option<Value>,
     server: &ServerOpts,
 ) -> Result<Value> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = crate::store_opts::runtime()?;
     runtime.block_on(async {
         let client = reqwest::Client::new();
         let mut request = client.request(method, url);

@@ -94,10 +94,7 @@ fn decode_from_store(url: &str, namespace: Option<&str>, id: u64) -> Result<(Lay
         namespace: namespace.unwrap_or("idmint").to_owned(),
         ..StoreOptions::default()
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = crate::store_opts::runtime()?;
     let store = open_existing(
         &runtime,
         &[url.to_owned()],

@@ -97,10 +97,7 @@ struct ChangeArgs {
 
 /// Runs `idmint id-space ...`; `now_ms` is the moment a change takes effect from.
 pub fn run(args: &IdSpaceArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = crate::store_opts::runtime()?;
     match &args.action {
         Action::Show(show) => {
             let (store, namespace) = show.store.open(&runtime)?;

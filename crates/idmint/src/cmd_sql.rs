@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use idmint_core::{IdSpace, Layout};
 use idmint_server::id_space;
@@ -14,7 +14,7 @@ use idmint_store::{Backend, Location};
 
 use crate::error::InputError;
 use crate::layout_opts::LayoutOpts;
-use crate::store_opts::StoreOpts;
+use crate::store_opts::{open_existing, StoreOpts};
 
 /// Arguments of `idmint sql`.
 #[derive(Debug, Args)]
@@ -84,14 +84,13 @@ struct UninstallArgs {
 
 /// Runs `idmint sql ...`.
 pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = crate::store_opts::runtime()?;
     match &args.action {
         Action::Install(install) => {
-            let location = postgres_store(&install.store)?;
-            let (store, namespace) = install.store.open(&runtime)?;
+            let (urls, options, set) = install.store.settings()?;
+            let location = postgres_store(&urls)?;
+            let store = open_existing(&runtime, &urls, &options, &set)?;
+            let namespace = options.namespace.clone();
             let given = match &install.layout {
                 Some(spec) => {
                     let layout = LayoutOpts {
@@ -106,7 +105,6 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                 }
                 None => None,
             };
-            let (_, options, _) = install.store.settings()?;
             let installed = runtime.block_on(async {
                 let history = match &given {
                     Some(space) => id_space::pin(store.leases.as_ref(), space).await?,
@@ -153,10 +151,21 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
             Ok(())
         }
         Action::Uninstall(uninstall) => {
-            let location = postgres_store(&uninstall.store)?;
-            let (_, options, _) = uninstall.store.settings()?;
+            let (urls, options, set) = uninstall.store.settings()?;
+            let location = postgres_store(&urls)?;
+            let store = open_existing(&runtime, &urls, &options, &set)?;
             let freed = runtime
-                .block_on(in_database::uninstall(&location, &options))
+                .block_on(async {
+                    // The function's workers are live leases, so the space cannot change
+                    // while it is installed: the newest one is the function's.
+                    let spaces = store.leases.id_spaces().await?;
+                    let Some(space) = spaces.last() else {
+                        return Err(idmint_core::Error::IdSpaceRefused(
+                            "no ID space is recorded in this namespace".into(),
+                        ));
+                    };
+                    in_database::uninstall(&location, &options, &space.space.to_layout()?).await
+                })
                 .map_err(|e| flag_of(e, "--workers"))?;
             writeln!(
                 out,
@@ -175,10 +184,9 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
     }
 }
 
-/// The one PostgreSQL store the settings name; a set, or another backend, is refused.
-fn postgres_store(store: &StoreOpts) -> Result<Location> {
-    let (urls, _, _) = store.settings()?;
-    let [url] = urls.as_slice() else {
+/// The one PostgreSQL store `urls` name; a set, or another backend, is refused.
+fn postgres_store(urls: &[String]) -> Result<Location> {
+    let [url] = urls else {
         return Err(InputError::new(
             "--store",
             "the in-database function lives in one PostgreSQL database; a store set is not supported",

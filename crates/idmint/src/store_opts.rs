@@ -67,6 +67,15 @@ impl StoreOpts {
     }
 }
 
+/// The single-threaded runtime a command's store or server calls run on.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    use anyhow::Context;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 /// Opens the store (or the set) at `urls` for a command that only reads or changes what is
 /// there: a SQLite file that does not exist is refused (a mistyped path would otherwise create
 /// an empty store and report that nothing is recorded).

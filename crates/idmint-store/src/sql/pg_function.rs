@@ -180,7 +180,12 @@ pub async fn install(
 /// Removes the function, once every transaction that drew an ID from it has ended, writing the
 /// last tick it issued on each worker ID as that worker's high-water mark, and frees the
 /// worker IDs. Refused while a column default (or anything else) still uses the function.
-pub async fn uninstall(location: &Location, options: &StoreOptions) -> Result<Vec<Freed>> {
+/// `layout` is the namespace's ID space in force (`WorkerLeases::id_spaces`), the function's.
+pub async fn uninstall(
+    location: &Location,
+    options: &StoreOptions,
+    layout: &Layout,
+) -> Result<Vec<Freed>> {
     let pool = connect(location, options).await?;
     let ns = &options.namespace;
     let mut tx = locked(&pool, ns).await?;
@@ -204,8 +209,6 @@ pub async fn uninstall(location: &Location, options: &StoreOptions) -> Result<Ve
             users.join(", ")
         )));
     }
-    let space = space_in_force(&mut tx, ns).await?;
-    let layout = space.space.to_layout()?;
     // No new call from here on; then wait for every transaction that drew from a sequence.
     for statement in [
         format!("DROP FUNCTION {ns}_next_id()"),
@@ -583,29 +586,6 @@ async fn installed_workers(
             .map(|(w, oid)| (u64::try_from(w).unwrap_or(0), oid.0))
             .collect(),
     ))
-}
-
-/// The newest ID space of the namespace.
-async fn space_in_force(tx: &mut Transaction<'_, Postgres>, ns: &str) -> Result<IdSpaceRecord> {
-    let row: (i64, String, i64, i64, i64, i64, i64) = sqlx::query_as(sql(format!(
-        "SELECT version, layout, epoch_ms, datacenter, issues_from_ms, first_id, recorded_at_ms \
-         FROM {ns}_id_spaces ORDER BY version DESC LIMIT 1"
-    )))
-    .fetch_one(&mut **tx)
-    .await
-    .map_err(|e| failed("reading the ID space", e))?;
-    let u = |v: i64| u64::try_from(v).unwrap_or(0);
-    Ok(IdSpaceRecord {
-        version: u(row.0),
-        space: idmint_core::IdSpace {
-            layout: row.1,
-            epoch_ms: u(row.2),
-            datacenter: u(row.3),
-        },
-        issues_from_ms: u(row.4),
-        first_id: u(row.5),
-        recorded_at_ms: u(row.6),
-    })
 }
 
 /// One connection for the operator's command.
