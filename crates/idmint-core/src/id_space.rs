@@ -13,6 +13,12 @@
 //! that smallest ID (`first_id`), so the spaces of a namespace cover ascending, disjoint ranges
 //! of values, and an old ID is decoded with the space whose range holds it ([`space_of`]).
 //!
+//! A permutation key ([`crate::permutation`]) is part of the space too, by its fingerprint:
+//! a node that hands out permuted IDs beside one that hands out plain ones, or one with
+//! another key, could give one value twice. Unlike the other settings it cannot be changed by
+//! [`plan_change`] at all: permuted values are spread over the whole range, so no new space
+//! lies above them.
+//!
 //! The datacenter is part of the space: the nodes of one namespace share one lease table, so
 //! they share one datacenter value. Several datacenters on one database use one namespace each
 //! (`--namespace`), which gives each its own worker leases and its own pinned space.
@@ -21,8 +27,10 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::layout::{format_ms_rfc3339, Layout};
+use crate::permutation::Permutation;
 
-/// The settings that decide which 64-bit value an ID gets: layout, epoch, datacenter.
+/// The settings that decide which 64-bit value an ID gets: layout, epoch, datacenter, and the
+/// permutation of the public values.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct IdSpace {
@@ -33,6 +41,10 @@ pub struct IdSpace {
     pub epoch_ms: u64,
     /// The datacenter placed in every ID (0 for layouts without a `dc` field).
     pub datacenter: u64,
+    /// The fingerprint of the key whose permutation every ID is handed out in
+    /// ([`Permutation::fingerprint`]), or `None` for plain IDs.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub permutation: Option<String>,
 }
 
 impl IdSpace {
@@ -42,7 +54,14 @@ impl IdSpace {
             layout: layout.spec(),
             epoch_ms: layout.epoch_ms(),
             datacenter,
+            permutation: None,
         }
+    }
+
+    /// The same space with its public IDs in `permutation` (`None`: plain).
+    pub fn permuted(mut self, permutation: Option<&Permutation>) -> Self {
+        self.permutation = permutation.map(Permutation::fingerprint);
+        self
     }
 
     /// The layout of this space, with its epoch.
@@ -62,6 +81,9 @@ impl IdSpace {
         if self.datacenter != other.datacenter {
             names.push("datacenter");
         }
+        if self.permutation != other.permutation {
+            names.push("permutation key");
+        }
         names
     }
 }
@@ -75,7 +97,11 @@ impl fmt::Display for IdSpace {
             format_ms_rfc3339(self.epoch_ms),
             self.epoch_ms,
             self.datacenter
-        )
+        )?;
+        match &self.permutation {
+            Some(fingerprint) => write!(f, ", permuted by key {fingerprint}"),
+            None => Ok(()),
+        }
     }
 }
 
@@ -169,6 +195,12 @@ pub fn plan_change(
         return Err(Error::IdSpaceRefused(format!(
             "the store already pins {new} (version {})",
             current.version
+        )));
+    }
+    if current.space.permutation != new.permutation {
+        return Err(Error::IdSpaceRefused(permutation_fixed(
+            &current.space,
+            new,
         )));
     }
     let old_layout = current.space.to_layout()?;
@@ -328,6 +360,23 @@ fn refusal(
     text
 }
 
+/// Why the permutation key of a namespace cannot change: the public values of its IDs lie all
+/// over the range, so those of another key (or plain IDs) would meet them.
+fn permutation_fixed(current: &IdSpace, new: &IdSpace) -> String {
+    let shown = |space: &IdSpace| match &space.permutation {
+        Some(fingerprint) => format!("key {fingerprint}"),
+        None => "no permutation".to_owned(),
+    };
+    format!(
+        "the namespace hands out its IDs with {}, and a space with {} is asked for: a \
+         permutation key is fixed for the life of a namespace, since the public values of one \
+         key are spread over every value and those of another key (or plain IDs) would meet \
+         them. Keep the key, or start a new namespace (`--namespace`) with the new one",
+        shown(current),
+        shown(new)
+    )
+}
+
 /// A wait for people: seconds up to two minutes, then minutes, hours, days.
 fn rough_duration(ms: u64) -> String {
     let seconds = ms.div_ceil(1_000);
@@ -380,6 +429,38 @@ mod tests {
             "{message}"
         );
         assert!(message.contains("idmint id-space change"), "{message}");
+    }
+
+    #[test]
+    fn the_permutation_key_is_part_of_the_space_and_never_changes() {
+        let Ok(key) = Permutation::from_hex("000102030405060708090a0b0c0d0e0f") else {
+            panic!("the key parses");
+        };
+        let plain = space(SPEC, EPOCH);
+        let permuted = plain.clone().permuted(Some(&key));
+        assert_eq!(plain.differences(&permuted), ["permutation key"]);
+        assert!(permuted
+            .to_string()
+            .contains("permuted by key feistel8-siphash24:"));
+        let history = vec![IdSpaceRecord::first(permuted.clone())];
+        assert!(matches!(
+            check_pinned(&history, &plain),
+            Err(Error::IdSpaceMismatch { .. })
+        ));
+        // Not even with nothing issued, nor with an earlier epoch that would pass otherwise.
+        for (from, to) in [(&permuted, &plain), (&plain, &permuted)] {
+            let current = IdSpaceRecord::first(from.clone());
+            let mut to = to.clone();
+            to.epoch_ms = EPOCH - 86_400_000;
+            let refused = plan_change(&current, &to, 0, NOW);
+            let Err(Error::IdSpaceRefused(reason)) = refused else {
+                panic!("a permutation change must be refused: {refused:?}");
+            };
+            assert!(reason.contains("new namespace"), "{reason}");
+        }
+        let mut earlier = permuted.clone();
+        earlier.epoch_ms = EPOCH - 86_400_000;
+        assert!(plan_change(&IdSpaceRecord::first(permuted), &earlier, NOW, NOW).is_ok());
     }
 
     #[test]

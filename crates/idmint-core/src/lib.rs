@@ -48,6 +48,7 @@ pub mod error;
 pub mod form;
 pub mod id_space;
 pub mod layout;
+pub mod permutation;
 #[cfg(feature = "async")]
 pub mod segment;
 pub mod snowflake;
@@ -62,6 +63,7 @@ pub use error::{Error, Result};
 pub use form::{IdForm, Radix};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
+pub use permutation::Permutation;
 #[cfg(feature = "async")]
 pub use segment::{RangeSource, SegmentBuffer, SegmentConfig};
 pub use snowflake::{

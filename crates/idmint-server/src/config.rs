@@ -116,6 +116,13 @@ pub struct PartialConfig {
     #[arg(long, value_name = "FILE", env = "IDMINT_TLS_KEY")]
     pub tls_key: Option<PathBuf>,
 
+    /// File holding a secret key (32 hex digits, from `idmint permutation-key`): every ID is
+    /// then handed out permuted, showing neither order, volume nor time. Part of the pinned
+    /// ID space, so only for a new namespace, and every node needs the same key.
+    /// [default: none, plain IDs]
+    #[arg(long, value_name = "FILE", env = "IDMINT_PERMUTATION_KEY_FILE")]
+    pub permutation_key_file: Option<PathBuf>,
+
     /// Most connections each listener serves at once; one beyond it is refused.
     #[arg(long, value_name = "N", env = "IDMINT_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
@@ -465,6 +472,8 @@ pub struct ServeConfig {
     pub tokens: TokenSources,
     /// TLS certificate and key files, when TLS is on.
     pub tls: Option<TlsFiles>,
+    /// The permutation key's file, when IDs are handed out permuted.
+    pub permutation_key_file: Option<PathBuf>,
     /// Bounds on each listener's connections.
     pub limits: ConnectionLimits,
     /// Most IDs one request may ask for.
@@ -648,6 +657,7 @@ impl ServeConfig {
                 tokens_file: layers.tokens_file,
             },
             tls,
+            permutation_key_file: layers.permutation_key_file,
             limits,
             max_count,
             max_lease_size,
@@ -680,6 +690,8 @@ impl ServeConfig {
                 max_tags: self.max_tags,
                 ..SegmentOptions::default()
             },
+            // Read by `serve` from `permutation_key_file`: a file, so it can fail.
+            permutation: None,
         }
     }
 }

@@ -221,6 +221,7 @@ mod tests {
             layout: "time:41@1ms,worker:10,seq:12".into(),
             epoch_ms: 1_735_689_600_000,
             datacenter: 0,
+            permutation: None,
         }
     }
 

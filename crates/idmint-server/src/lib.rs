@@ -15,6 +15,7 @@ pub mod id_space;
 pub mod ids;
 pub mod io_threads;
 pub mod metered_store;
+pub mod permutation_key;
 pub mod resp;
 pub mod serve;
 pub mod store_calls;

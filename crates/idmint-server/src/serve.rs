@@ -48,6 +48,11 @@ pub async fn run(
     let auth = Arc::new(Auth::new(config.tokens.load()?));
     warn_if_open(&config, &auth);
     let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    let permutation = config
+        .permutation_key_file
+        .as_deref()
+        .map(crate::permutation_key::load)
+        .transpose()?;
     let http_listener = bind("http", "HTTP", config.http).await?;
     let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
     let store_options = StoreOptions {
@@ -62,7 +67,9 @@ pub async fn run(
         tokio::runtime::Handle::current(),
     );
     tracing::info!(store = %store.display_url, "store opened");
-    let ids = Ids::start(config.ids_config(&layout), store, clock).await?;
+    let mut ids_config = config.ids_config(&layout);
+    ids_config.permutation = permutation;
+    let ids = Ids::start(ids_config, store, clock).await?;
     log_started(&config, &layout, &ids, &http_listener, &resp_listener);
 
     // Cancelled when `shutdown` resolves: each front end stops accepting and drains.
@@ -344,6 +351,11 @@ fn log_started(
         worker_id = lease.worker_id,
         datacenter = config.datacenter,
         node = %config.node_name,
+        permutation = ids
+            .id_spaces()
+            .last()
+            .and_then(|record| record.space.permutation.as_deref())
+            .unwrap_or("none"),
         "idmint serving"
     );
 }

@@ -5,16 +5,27 @@
 //! apply: nothing when up to date, the missing versions in order, or an error when the
 //! database is newer than this binary (an older binary must not write to a schema it does not
 //! know).
+//!
+//! Version 4 adds a table (`{ns}_id_space_keys`, the permutation key's fingerprint of each
+//! permuted ID space) rather than a column: `CREATE TABLE IF NOT EXISTS` can be run again on
+//! every backend, where MySQL's `ADD COLUMN` cannot, and MySQL commits DDL at once, so its
+//! migrations must be safe to run twice. An idmint from before version 4 refuses the store, so
+//! no node that would ignore a permutation key is left on it.
 
 use crate::{Error, Result};
 
 /// The schema version this binary writes.
-pub(crate) const LATEST: i64 = 3;
+pub(crate) const LATEST: i64 = 4;
 
-/// The columns of the ID-space table (version 2), in the order `sql::rows::id_space`
-/// takes them.
+/// The columns of the ID-space table (version 2), as written.
 pub(crate) const ID_SPACE_COLUMNS: &str =
     "version, layout, epoch_ms, datacenter, issues_from_ms, first_id, recorded_at_ms";
+
+/// The ID-space columns as read, joined with the permutation key's fingerprint (version 4,
+/// `{ns}_id_space_keys`, NULL for a plain space), in the order `sql::rows::id_space` takes
+/// them. `s` is the ID-space table, `k` the keys.
+pub(crate) const ID_SPACE_READ: &str = "s.version, s.layout, s.epoch_ms, s.datacenter, \
+     s.issues_from_ms, s.first_id, s.recorded_at_ms, k.permutation";
 
 /// The columns of the store-set table (version 3), in the order `sql::rows::membership` takes
 /// them.

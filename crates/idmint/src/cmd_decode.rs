@@ -2,10 +2,11 @@
 
 use std::io::Write;
 use std::num::IntErrorKind;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use idmint_core::{DecodedId, FieldKind, Layout};
+use idmint_core::{DecodedId, FieldKind, Layout, Permutation};
 use idmint_server::id_space::SpaceLayouts;
 use idmint_store::StoreOptions;
 
@@ -46,6 +47,11 @@ pub struct DecodeArgs {
     /// The deployment's prefix in --store. [default: idmint]
     #[arg(long, value_name = "NAME", requires = "store")]
     pub namespace: Option<String>,
+
+    /// The key the ID was permuted with (`serve --permutation-key-file`): the ID is restored
+    /// with it before it is taken apart. With --store, it must be the key the store pins.
+    #[arg(long, value_name = "FILE")]
+    pub permutation_key_file: Option<PathBuf>,
 }
 
 /// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
@@ -62,13 +68,25 @@ pub fn run(
             .map_err(|e| InputError::new("ID", e))?,
         None => parse_id(&args.id)?,
     };
+    let permutation = args
+        .permutation_key_file
+        .as_deref()
+        .map(idmint_server::permutation_key::load)
+        .transpose()?;
+    let plain = permutation.as_ref().map_or(id, |p| p.restore(id));
     let (layout, decoded) = match &args.store {
-        Some(url) => decode_from_store(url, args.namespace.as_deref(), id)?,
+        Some(url) => {
+            decode_from_store(url, args.namespace.as_deref(), plain, permutation.as_ref())?
+        }
         None => {
             let layout = args.opts.resolve(now_ms)?;
-            let decoded = layout.decode(id).map_err(|e| InputError::new("ID", e))?;
+            let decoded = layout.decode(plain).map_err(|e| InputError::new("ID", e))?;
             (layout, decoded)
         }
+    };
+    let decoded = match permutation {
+        Some(_) => decoded.handed_out_as(id),
+        None => decoded,
     };
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &decoded).context("writing JSON")?;
@@ -88,8 +106,14 @@ pub fn run(
     Ok(())
 }
 
-/// Decodes `id` with the ID space of the store at `url` whose range of values holds it.
-fn decode_from_store(url: &str, namespace: Option<&str>, id: u64) -> Result<(Layout, DecodedId)> {
+/// Decodes the plain `id` with the ID space of the store at `url` whose range of values holds
+/// it, once `permutation` is found to be the one the store pins (or none, for plain IDs).
+fn decode_from_store(
+    url: &str,
+    namespace: Option<&str>,
+    id: u64,
+    permutation: Option<&Permutation>,
+) -> Result<(Layout, DecodedId)> {
     let options = StoreOptions {
         namespace: namespace.unwrap_or("idmint").to_owned(),
         ..StoreOptions::default()
@@ -102,6 +126,34 @@ fn decode_from_store(url: &str, namespace: Option<&str>, id: u64) -> Result<(Lay
         &SetOptions::default(),
     )?;
     let history = runtime.block_on(store.leases.id_spaces())?;
+    let pinned = history.last().and_then(|r| r.space.permutation.as_deref());
+    let given = permutation.map(Permutation::fingerprint);
+    match (pinned, given.as_deref()) {
+        (Some(pinned), None) => {
+            return Err(InputError::new(
+                "--permutation-key-file",
+                format!(
+                    "namespace `{}` hands out its IDs permuted (key {pinned}): give its key to \
+                     decode them",
+                    options.namespace
+                ),
+            )
+            .into())
+        }
+        (pinned, Some(given)) if pinned != Some(given) => {
+            return Err(InputError::new(
+                "--permutation-key-file",
+                format!(
+                    "this is key {given}, and namespace `{}` pins {}: the ID would be restored \
+                     to some other value",
+                    options.namespace,
+                    pinned.unwrap_or("no permutation")
+                ),
+            )
+            .into())
+        }
+        _ => {}
+    }
     let spaces = SpaceLayouts::new(history)?;
     let (Some((_, layout)), Some(decoded)) = (spaces.space_of(id), spaces.decode(id)) else {
         return Err(InputError::new(
@@ -135,14 +187,17 @@ fn parse_id(text: &str) -> Result<u64, InputError> {
 /// Writes `label: value` lines: the ID, the layout, the time, then every field of the layout,
 /// most significant first (the time field as its tick).
 fn write_text(out: &mut dyn Write, layout: &Layout, decoded: &DecodedId) -> Result<()> {
-    let mut lines: Vec<(&str, String)> = vec![
-        ("id", decoded.id.clone()),
+    let mut lines: Vec<(&str, String)> = vec![("id", decoded.id.clone())];
+    if let Some(plain) = &decoded.plain_id {
+        lines.push(("plain id", plain.clone()));
+    }
+    lines.extend([
         ("layout", decoded.layout.clone()),
         ("time", decoded.time.clone()),
         ("unix ms", decoded.unix_ms.to_string()),
-    ];
+    ]);
     if let Some(version) = decoded.id_space {
-        lines.insert(2, ("space", format!("version {version}")));
+        lines.insert(lines.len() - 2, ("space", format!("version {version}")));
     }
     for field in layout.fields() {
         let value = match field.kind {

@@ -184,7 +184,11 @@ fn new_space(args: &ChangeArgs, current: &IdSpace, now_ms: u64) -> Result<IdSpac
     layout
         .check_fits(idmint_core::FieldKind::Dc, datacenter)
         .map_err(|e| InputError::new("--datacenter", e))?;
-    Ok(IdSpace::of(&layout, datacenter))
+    // The permutation key stays: a namespace never changes it (`plan_change` refuses).
+    Ok(IdSpace {
+        permutation: current.permutation.clone(),
+        ..IdSpace::of(&layout, datacenter)
+    })
 }
 
 /// `idmint id-space show` for people.
@@ -256,6 +260,9 @@ fn write_record(out: &mut dyn Write, record: &IdSpaceRecord) -> Result<()> {
         space.epoch_ms
     )?;
     writeln!(out, "  datacenter:  {}", space.datacenter)?;
+    if let Some(fingerprint) = &space.permutation {
+        writeln!(out, "  permutation: key {fingerprint}")?;
+    }
     writeln!(out, "  first ID:    {}", record.first_id)?;
     writeln!(out, "  issues from: {}", when(record.issues_from_ms))?;
     if record.recorded_at_ms > 0 {

@@ -106,9 +106,22 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                 None => None,
             };
             let installed = runtime.block_on(async {
+                let history = store.leases.id_spaces().await?;
+                if let Some(fingerprint) = history.last().and_then(|r| r.space.permutation.clone())
+                {
+                    return Err(InputError::new(
+                        "--store",
+                        format!(
+                            "this namespace hands out its IDs permuted (key {fingerprint}), and \
+                             the function would make plain IDs among them: an in-database \
+                             function needs a namespace without a permutation key"
+                        ),
+                    )
+                    .into());
+                }
                 let history = match &given {
                     Some(space) => id_space::pin(store.leases.as_ref(), space).await?,
-                    None => store.leases.id_spaces().await?,
+                    None => history,
                 };
                 let Some(space) = history.last().cloned() else {
                     return Err(InputError::new(

@@ -14,6 +14,7 @@ mod cmd_client;
 mod cmd_decode;
 mod cmd_id_space;
 mod cmd_layout;
+mod cmd_permutation_key;
 mod cmd_serve;
 mod cmd_sql;
 mod error;
@@ -32,6 +33,7 @@ use crate::cmd_client::{NextArgs, TagsArgs};
 use crate::cmd_decode::DecodeArgs;
 use crate::cmd_id_space::IdSpaceArgs;
 use crate::cmd_layout::LayoutArgs;
+use crate::cmd_permutation_key::PermutationKeyArgs;
 use crate::cmd_serve::ServeArgs;
 use crate::cmd_sql::SqlArgs;
 
@@ -67,13 +69,18 @@ enum Command {
     /// Take a snowflake ID apart: when it was minted and each of its fields.
     #[command(after_help = EXIT_STATUS_HELP)]
     Decode(DecodeArgs),
-    /// Show the ID space (layout, epoch, datacenter) a store pins, or change it safely.
+    /// Show the ID space (layout, epoch, datacenter, permutation key) a store pins, or change it
+    /// safely.
     #[command(after_help = EXIT_STATUS_HELP)]
     IdSpace(IdSpaceArgs),
     /// Make snowflake IDs inside PostgreSQL: install or remove the function a column default
     /// calls.
     #[command(after_help = EXIT_STATUS_HELP)]
     Sql(SqlArgs),
+    /// Print a new secret key for `serve --permutation-key-file` (IDs handed out permuted):
+    /// `idmint permutation-key > idmint.key && chmod 600 idmint.key`.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    PermutationKey(PermutationKeyArgs),
 }
 
 fn main() -> ExitCode {
@@ -93,6 +100,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
         Command::IdSpace(args) => cmd_id_space::run(args, now_ms, &mut out),
         Command::Sql(args) => cmd_sql::run(args, now_ms, &mut out),
+        Command::PermutationKey(args) => cmd_permutation_key::run(args, &mut out),
     }
     .and_then(|()| {
         out.flush()

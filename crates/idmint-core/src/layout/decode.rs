@@ -31,6 +31,11 @@ pub struct DecodedId {
     /// against a store, which know the spaces recorded there.
     #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub id_space: Option<u64>,
+    /// The ID before the namespace's permutation, when `id` is a permuted public value
+    /// ([`Permutation`](crate::Permutation)): the fields are this one's. For a segment ID, its
+    /// number in the tag.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub plain_id: Option<String>,
 }
 
 impl DecodedId {
@@ -48,6 +53,17 @@ impl DecodedId {
             shard: present(FieldKind::Shard, parts.shard),
             seq: parts.seq,
             id_space: None,
+            plain_id: None,
+        }
+    }
+
+    /// The same fields for the permuted value `public` this ID was handed out as: `id`
+    /// becomes `public`, and the plain ID moves to `plain_id`.
+    pub fn handed_out_as(self, public: u64) -> Self {
+        Self {
+            plain_id: Some(self.id),
+            id: public.to_string(),
+            ..self
         }
     }
 }

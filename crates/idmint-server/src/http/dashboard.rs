@@ -50,6 +50,8 @@ struct Node {
     layout: String,
     /// When the layout's time field runs out (RFC 3339, UTC).
     layout_ends: String,
+    /// Whether IDs are handed out permuted (`--permutation-key-file`).
+    ids_permuted: bool,
     worker_id: u64,
     lease_held: bool,
     /// The store-confirmed high-water mark minus the clock.
@@ -73,6 +75,7 @@ pub(crate) async fn node(State(state): State<AppState>) -> Json<impl Serialize> 
         node_name: keeper.node_name().to_owned(),
         layout: layout.spec(),
         layout_ends: format_ms_rfc3339(layout.tick_start_ms(layout.max_tick())),
+        ids_permuted: ids.is_permuted(),
         worker_id: lease.worker_id,
         lease_held: keeper.is_held(),
         hwm_lead_ms: generator.granted_lead_ms(),

@@ -9,6 +9,7 @@ use super::encode;
 use super::errors::ApiError;
 use super::params::{CountQuery, FormQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
 use super::state::AppState;
+use crate::ids::Ids;
 use crate::telemetry;
 
 /// `GET /v1/snowflake?count=N[&shard=K]` → `{"ids": ["..."]}`.
@@ -23,7 +24,7 @@ pub(crate) async fn snowflake(
         .await?;
     state.recorded.snowflakes(count);
     Ok(encode::json(encode::ids_json_in(
-        batch,
+        batch.map(|id| state.ids.publish(id)),
         count,
         query.form.as_deref(),
     )))
@@ -39,7 +40,7 @@ pub(crate) async fn segment(
     let runs = state.ids.segment_ids(&tag, count).await?;
     telemetry::record_segment(&tag, count);
     Ok(encode::json(encode::ids_json_in(
-        runs.into_iter().flatten(),
+        runs.into_iter().flatten().map(|id| state.ids.publish(id)),
         count,
         query.form.as_deref(),
     )))
@@ -53,6 +54,13 @@ pub(crate) async fn lease(
     Params(query): Params<SizeQuery>,
 ) -> Result<Response, ApiError> {
     let size = state.lease_size(query.size)?;
+    if state.ids.is_permuted() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "permuted",
+            Ids::RUNS_REFUSED,
+        ));
+    }
     let run = state.ids.segment_run(&tag, size).await?;
     if run.end.saturating_sub(run.start) != size {
         return Err(ApiError::new(

@@ -15,7 +15,8 @@ use std::time::Duration;
 use idmint_core::clock::Stopwatch;
 use idmint_core::snowflake::Reservation;
 use idmint_core::{
-    Clock, DecodedId, IdSpace, Layout, Result, SnowflakeBatch, SnowflakeConfig, Tag,
+    Clock, DecodedId, Error, IdSpace, Layout, Permutation, Result, SnowflakeBatch, SnowflakeConfig,
+    Tag,
 };
 use idmint_store::Store;
 
@@ -38,6 +39,9 @@ pub struct IdsConfig {
     pub snowflake: SnowflakeConfig,
     /// The segment buffers.
     pub segments: SegmentOptions,
+    /// The permutation every ID is handed out in (`--permutation-key-file`), or `None` for
+    /// plain IDs. Part of the pinned ID space.
+    pub permutation: Option<Permutation>,
 }
 
 /// The running ID service of one node.
@@ -53,6 +57,7 @@ pub struct Ids {
     max_wait: Duration,
     max_lead: Duration,
     clock: Arc<dyn Clock>,
+    permutation: Option<Permutation>,
 }
 
 impl Ids {
@@ -68,7 +73,11 @@ impl Ids {
     ) -> Result<Arc<Self>> {
         let corruption = Arc::new(CorruptionLatch::default());
         let store = corruption::watched(store, &corruption);
-        let given = IdSpace::of(&config.layout, config.datacenter);
+        let given =
+            IdSpace::of(&config.layout, config.datacenter).permuted(config.permutation.as_ref());
+        if given.permutation.is_some() {
+            refuse_plain_segments(&store).await?;
+        }
         let history = id_space::pin(store.leases.as_ref(), &given).await?;
         let mut lease = config.lease.clone();
         if let Some(current) = history.last() {
@@ -102,8 +111,33 @@ impl Ids {
             max_wait: config.snowflake.max_wait,
             max_lead: config.snowflake.max_lead,
             clock,
+            permutation: config.permutation,
         }))
     }
+
+    /// The value `id` is handed out as: its image under the namespace's permutation, or `id`
+    /// itself when the namespace hands out plain IDs. Every front end passes every ID it
+    /// answers through here.
+    #[inline]
+    pub fn publish(&self, id: u64) -> u64 {
+        match &self.permutation {
+            Some(permutation) => permutation.permute(id),
+            None => id,
+        }
+    }
+
+    /// Whether IDs are handed out permuted: runs of consecutive IDs (`INCRBY n`,
+    /// `IDMINT.RANGE`, segment leases) cannot be, since their public values are not
+    /// consecutive.
+    pub fn is_permuted(&self) -> bool {
+        self.permutation.is_some()
+    }
+
+    /// Why a run of consecutive IDs is refused on a permuted namespace: the text of the
+    /// RESP `-PERMUTED` error and the HTTP 409 `permuted`.
+    pub const RUNS_REFUSED: &'static str = "this namespace hands out its IDs permuted \
+        (--permutation-key-file), and a run of consecutive IDs cannot be: their public values \
+        are not consecutive. Ask for a batch of IDs instead (COUNT n, ?count=n)";
 
     /// One snowflake for shard 0 if it can be had without waiting; `None` when the caller
     /// must go through [`snowflakes`](Self::snowflakes) (to wait, or to get the error). The
@@ -173,11 +207,22 @@ impl Ids {
     }
 
     /// Takes a snowflake apart with the layout of the ID space that issued it: this node's
-    /// for its own IDs, an earlier space's for IDs issued before a change.
+    /// for its own IDs, an earlier space's for IDs issued before a change. `id` is the value
+    /// as handed out: on a permuted namespace it is restored first, and the answer carries
+    /// the plain ID beside it.
     pub fn decode(&self, id: u64) -> Result<DecodedId> {
-        self.spaces
-            .decode(id)
-            .unwrap_or_else(|| self.layout.decode(id))
+        let plain = self
+            .permutation
+            .as_ref()
+            .map_or(id, |permutation| permutation.restore(id));
+        let decoded = self
+            .spaces
+            .decode(plain)
+            .unwrap_or_else(|| self.layout.decode(plain))?;
+        Ok(match self.permutation {
+            Some(_) => decoded.handed_out_as(id),
+            None => decoded,
+        })
     }
 
     /// The namespace's ID spaces, oldest first, as recorded when this node started.
@@ -216,5 +261,25 @@ impl Ids {
         let given_back = self.segments.shutdown().await;
         tracing::info!(given_back, "segment tails given back");
         self.keeper.release().await
+    }
+}
+
+/// Refuses to start a namespace's permutation over segment tags: their plain IDs were handed
+/// out already, and the permuted ones would be spread over the same values. Only a namespace
+/// with no ID space recorded yet gets here with a key that is not pinned, and the pin that
+/// follows refuses every later change of key.
+async fn refuse_plain_segments(store: &Store) -> Result<()> {
+    if !store.leases.id_spaces().await?.is_empty() {
+        return Ok(());
+    }
+    let tags = store.segments.list_tags().await?;
+    match tags.first() {
+        None => Ok(()),
+        Some(first) => Err(Error::IdSpaceRefused(format!(
+            "this namespace has {} segment tag(s) (`{}` first) whose IDs were handed out \
+             plain: a permutation key can only be given to a new namespace (`--namespace`)",
+            tags.len(),
+            first.tag
+        ))),
     }
 }

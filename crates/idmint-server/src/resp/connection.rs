@@ -490,6 +490,7 @@ mod tests {
             lease: LeaseConfig::default(),
             snowflake: SnowflakeConfig::default(),
             segments: SegmentOptions::default(),
+            permutation: None,
         };
         let ids = Ids::start(config, store, clock).await?;
         let listener = TcpListener::bind("127.0.0.1:0").await?;

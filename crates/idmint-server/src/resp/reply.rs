@@ -251,7 +251,8 @@ impl ExactSizeIterator for RunIds {}
 /// - Of those, the errors a client program must tell apart from a bad command carry the HTTP
 ///   API's code right after `ERR`: `-ERR tag_exhausted ...` (the tag's IDs are used up, or too
 ///   few are left for `INCRBY`/`COUNT`: start a new tag), `-ERR too_many_tags ...` (the node's
-///   `--max-tags` is reached), `-ERR store_corrupt ...`.
+///   `--max-tags` is reached), `-ERR store_corrupt ...`, and `-ERR permuted ...` from
+///   [`permuted`].
 pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
     if error.is_retryable() {
         tracing::debug!(%error, "RESP command failed; retryable");
@@ -266,6 +267,16 @@ pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
         tracing::debug!(%error, "RESP command failed");
         encode::error_fmt(out, format_args!("ERR {error}"));
     }
+}
+
+/// The refusal of a run of consecutive IDs (`INCRBY n`, `IDMINT.RANGE`) on a namespace that
+/// hands out its IDs permuted: `-ERR permuted ...`, the HTTP API's code, so a client library
+/// can turn to batches.
+pub(super) fn permuted(out: &mut BytesMut) {
+    encode::error_fmt(
+        out,
+        format_args!("ERR permuted {}", crate::ids::Ids::RUNS_REFUSED),
+    );
 }
 
 /// The code of an error that a client acts on differently from any other (see

@@ -45,5 +45,6 @@ pub fn ids_config(layout: &str, node: &str) -> IdsConfig {
         },
         snowflake: SnowflakeConfig::default(),
         segments: SegmentOptions::default(),
+        permutation: None,
     }
 }

@@ -367,3 +367,31 @@ async fn a_clock_behind_the_space_start_waits_without_switching() {
     );
     node.shutdown().await.unwrap();
 }
+
+/// Tags made in a store before any ID space was recorded (an idmint from before ID spaces)
+/// handed out plain IDs: a node with a permutation key is refused there, and records nothing,
+/// so a plain node still starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_is_refused_over_tags_that_handed_out_plain_ids() {
+    let url = sqlite_url("plain-tags");
+    let old = store(&url).await;
+    let tag = Tag::new("orders").unwrap();
+    old.segments
+        .create_tag(&tag, &idmint_core::store::TagSettings::default())
+        .await
+        .unwrap();
+    old.segments.allocate(&tag, 100).await.unwrap();
+    let mut permuted = ids_config(LAYOUT, "a");
+    permuted.permutation = Some(idmint_core::Permutation::from_bytes(*b"sixteen byte key"));
+    let refused = Ids::start(permuted, store(&url).await, clock()).await;
+    let Err(Error::IdSpaceRefused(reason)) = refused else {
+        panic!("a key over plain tags must be refused: {refused:?}");
+    };
+    assert!(
+        reason.contains("`orders`") && reason.contains("new namespace"),
+        "{reason}"
+    );
+    assert!(old.leases.id_spaces().await.unwrap().is_empty());
+    let plain = Ids::start(ids_config(LAYOUT, "a"), store(&url).await, clock()).await;
+    assert!(plain.is_ok(), "{plain:?}");
+}

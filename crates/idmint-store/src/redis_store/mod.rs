@@ -20,7 +20,9 @@
 //! - `{ns}:node:<name>`: sorted set of the worker IDs whose last holder is that node, by expiry,
 //!   for a node's previous worker ID;
 //! - `{ns}:spaces`: list of the ID-space records, oldest first, each
-//!   `version|layout|epoch_ms|datacenter|issues_from_ms|first_id|recorded_at_ms`;
+//!   `version|layout|epoch_ms|datacenter|issues_from_ms|first_id|permutation|recorded_at_ms`
+//!   (`permutation` the key's fingerprint, empty for a plain space; records written by a
+//!   version-3 binary lack the field);
 //! - `{ns}:set`: hash `set_id`, `index`, `count`, `block`, `recorded_at_ms`, the store's place
 //!   in a store set (absent for a single store).
 //!
@@ -54,8 +56,9 @@ use crate::{Error, Result, StoreOptions};
 /// The key layout version this binary writes to `{ns}:schema`. Version 2 added `{ns}:spaces`:
 /// a binary that knows only version 1 would not check the pinned ID space, so it must refuse.
 /// Version 3 added `{ns}:set`: an older binary would lease any worker ID of a store that is one
-/// partition of a set.
-const SCHEMA_VERSION: u64 = 3;
+/// partition of a set. Version 4 added the permutation key's fingerprint to the ID-space
+/// records: an older binary would hand out plain IDs beside permuted ones.
+const SCHEMA_VERSION: u64 = 4;
 
 /// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
 /// scores inside Redis, both doubles, exact up to 2^53.
@@ -772,14 +775,17 @@ impl WorkerLeases for RedisStore {
     async fn record_id_space(&self, record: &IdSpaceRecord, hwm_bound_ms: u64) -> Result<()> {
         let what = "recording the ID space";
         let space = &record.space;
-        if space.layout.contains('|') {
-            return Err(Error::InvalidArgument {
-                name: "layout",
-                reason: "a layout spec holds no `|`".into(),
-            });
+        let permutation = space.permutation.as_deref().unwrap_or("");
+        for (name, text) in [("layout", &space.layout[..]), ("permutation", permutation)] {
+            if text.contains('|') {
+                return Err(Error::InvalidArgument {
+                    name,
+                    reason: "holds no `|`".into(),
+                });
+            }
         }
         let line = format!(
-            "{}|{}|{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}|{}|{permutation}",
             record.version,
             space.layout,
             space.epoch_ms,
@@ -811,13 +817,29 @@ impl WorkerLeases for RedisStore {
     }
 }
 
-/// An ID-space record from its line in `{ns}:spaces`.
+/// An ID-space record from its line in `{ns}:spaces`: 8 fields, or 7 without the permutation
+/// (written before key layout 4).
 fn id_space(line: &str) -> Result<IdSpaceRecord> {
     let fields: Vec<&str> = line.split('|').collect();
-    let [version, layout, epoch, datacenter, from, first, at] = fields.as_slice() else {
-        return Err(Error::store_invalid(format!(
-            "ID-space record `{line}` in Redis is not 7 fields"
-        )));
+    let (version, layout, epoch, datacenter, from, first, permutation, at) = match fields[..] {
+        [version, layout, epoch, datacenter, from, first, permutation, at] => (
+            version,
+            layout,
+            epoch,
+            datacenter,
+            from,
+            first,
+            permutation,
+            at,
+        ),
+        [version, layout, epoch, datacenter, from, first, at] => {
+            (version, layout, epoch, datacenter, from, first, "", at)
+        }
+        _ => {
+            return Err(Error::store_invalid(format!(
+                "ID-space record `{line}` in Redis is not 7 or 8 fields"
+            )))
+        }
     };
     Ok(IdSpaceRecord {
         version: number("version", version)?,
@@ -825,6 +847,9 @@ fn id_space(line: &str) -> Result<IdSpaceRecord> {
             layout: (*layout).to_owned(),
             epoch_ms: number("epoch_ms", epoch)?,
             datacenter: number("datacenter", datacenter)?,
+            permutation: Some(permutation)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned),
         },
         issues_from_ms: number("issues_from_ms", from)?,
         first_id: number("first_id", first)?,

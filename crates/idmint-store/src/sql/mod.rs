@@ -569,6 +569,14 @@ where
             .execute(session.conn())
             .await
             .map_err(err)?;
+        if let Some(fingerprint) = &record.space.permutation {
+            sqlx::query(q(&self.sql.record_space_key))
+                .bind(version)
+                .bind(fingerprint.clone())
+                .execute(session.conn())
+                .await
+                .map_err(err)?;
+        }
         session.finish().await.map_err(err)
     }
 

@@ -137,6 +137,12 @@ impl Dialect for MysqlDialect {
                  member_index BIGINT NOT NULL, member_count BIGINT NOT NULL, \
                  block_size BIGINT NOT NULL, recorded_at_ms BIGINT NOT NULL) ENGINE=InnoDB"
             )],
+            4 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_id_space_keys (\
+                 version BIGINT NOT NULL PRIMARY KEY, \
+                 permutation VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL) \
+                 ENGINE=InnoDB"
+            )],
             _ => Vec::new(),
         }
     }

@@ -102,6 +102,10 @@ impl Dialect for PostgresDialect {
                  member_count BIGINT NOT NULL, block_size BIGINT NOT NULL, \
                  recorded_at_ms BIGINT NOT NULL)"
             )],
+            4 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_id_space_keys (version BIGINT PRIMARY KEY, \
+                 permutation TEXT NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

@@ -125,8 +125,9 @@ pub(crate) fn lease_info(
     })
 }
 
-/// A row of the ID-space table, in [`crate::schema::ID_SPACE_COLUMNS`] order.
-pub(crate) type IdSpaceRow = (i64, String, i64, i64, i64, i64, i64);
+/// A row of the ID-space table with its key fingerprint, in [`crate::schema::ID_SPACE_READ`]
+/// order.
+pub(crate) type IdSpaceRow = (i64, String, i64, i64, i64, i64, i64, Option<String>);
 
 /// The newest ID-space version as read (`MAX(version)`, NULL when none is recorded).
 pub(crate) fn version(newest: Option<i64>) -> Result<Option<u64>> {
@@ -135,13 +136,14 @@ pub(crate) fn version(newest: Option<i64>) -> Result<Option<u64>> {
 
 /// An ID-space record from its row.
 pub(crate) fn id_space(row: IdSpaceRow) -> Result<IdSpaceRecord> {
-    let (version, layout, epoch, datacenter, from, first, at) = row;
+    let (version, layout, epoch, datacenter, from, first, at, permutation) = row;
     Ok(IdSpaceRecord {
         version: to_u64("version", version)?,
         space: IdSpace {
             layout,
             epoch_ms: to_u64("epoch_ms", epoch)?,
             datacenter: to_u64("datacenter", datacenter)?,
+            permutation,
         },
         issues_from_ms: to_u64("issues_from_ms", from)?,
         first_id: to_u64("first_id", first)?,

@@ -89,6 +89,10 @@ impl Dialect for SqliteDialect {
                  member_count INTEGER NOT NULL, block_size INTEGER NOT NULL, \
                  recorded_at_ms INTEGER NOT NULL)"
             )],
+            4 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_id_space_keys (\
+                 version INTEGER PRIMARY KEY NOT NULL, permutation TEXT NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

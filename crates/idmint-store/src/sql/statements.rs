@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::Dialect;
-use crate::schema::{ID_SPACE_COLUMNS, STORE_SET_COLUMNS};
+use crate::schema::{ID_SPACE_COLUMNS, ID_SPACE_READ, STORE_SET_COLUMNS};
 
 /// The columns of a tag row, in the order [`super::tag_info`] reads them.
 pub(crate) const TAG_COLUMNS: &str = "tag, max_id, step, description, updated_at_ms";
@@ -60,6 +60,8 @@ pub(crate) struct Statements {
     pub(crate) move_tokens_on: Arc<str>,
     /// Inserts an ID-space record, stamped with the store's clock.
     pub(crate) record_space: Arc<str>,
+    /// Writes a permuted space's key fingerprint, in the transaction of `record_space`.
+    pub(crate) record_space_key: Arc<str>,
     /// The store's set record (no row for a single store).
     pub(crate) store_set: Arc<str>,
     /// How many tag and lease rows the store holds.
@@ -143,7 +145,8 @@ impl Statements {
             )),
             newest_space: sql(format!("SELECT MAX(version) FROM {ns}_id_spaces{lock}")),
             id_spaces: sql(format!(
-                "SELECT {ID_SPACE_COLUMNS} FROM {ns}_id_spaces ORDER BY version"
+                "SELECT {ID_SPACE_READ} FROM {ns}_id_spaces s \
+                 LEFT JOIN {ns}_id_space_keys k ON k.version = s.version ORDER BY s.version"
             )),
             lease_summary: sql(format!(
                 "SELECT expires_at_ms > {now}, hwm_ms FROM {w}{lock}"
@@ -151,6 +154,9 @@ impl Statements {
             move_tokens_on: sql(format!("UPDATE {w} SET token = token + 1")),
             record_space: sql(format!(
                 "INSERT INTO {ns}_id_spaces ({ID_SPACE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, {now})"
+            )),
+            record_space_key: sql(format!(
+                "INSERT INTO {ns}_id_space_keys (version, permutation) VALUES (?, ?)"
             )),
             store_set: sql(format!(
                 "SELECT {STORE_SET_COLUMNS} FROM {ns}_store_set WHERE id = 1{lock}"

@@ -523,6 +523,8 @@ mod suite {
         assert!(stores[5].segments.tag_info(&t).await.unwrap().is_some());
     }
 
+    /// A record of `version`; versions from 2 on are permuted, so the key's fingerprint is
+    /// round-tripped beside records without one.
     fn space_record(version: u64, epoch_ms: u64) -> IdSpaceRecord {
         IdSpaceRecord {
             version,
@@ -530,6 +532,7 @@ mod suite {
                 layout: "time:41@1ms,worker:10,seq:12".into(),
                 epoch_ms,
                 datacenter: 3,
+                permutation: (version > 1).then(|| format!("feistel8-siphash24:{version:016x}")),
             },
             issues_from_ms: 1_700_000_000_000 + version,
             first_id: version << 40,

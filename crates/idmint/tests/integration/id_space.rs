@@ -19,7 +19,7 @@ const EPOCH_MS: u64 = 1_735_689_600_000;
 const WIDER: &str = "time:40@1ms,dc:5,worker:6,seq:12";
 
 /// A namespace no other test of this run (or an earlier one) uses.
-fn namespace(label: &str) -> String {
+pub(crate) fn namespace(label: &str) -> String {
     static N: AtomicU64 = AtomicU64::new(0);
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -29,13 +29,13 @@ fn namespace(label: &str) -> String {
     format!("s{label}_{millis}_{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-fn server_url(variable: &str) -> String {
+pub(crate) fn server_url(variable: &str) -> String {
     std::env::var(variable)
         .unwrap_or_else(|_| panic!("{variable} is not set: run the tests through scripts/test"))
 }
 
 /// Runs `idmint ARGS` to its end (at most 60 s): exit status, stdout, stderr.
-fn run(args: &[&str]) -> (i32, String, String) {
+pub(crate) fn run(args: &[&str]) -> (i32, String, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_idmint"))
         .args(args)
         .env("NO_COLOR", "1")
@@ -48,7 +48,7 @@ fn run(args: &[&str]) -> (i32, String, String) {
 }
 
 /// `idmint serve` that must refuse to start: its exit status and log.
-fn refused_serve(store: &str, node: &str, extra: &[&str]) -> (i32, String) {
+pub(crate) fn refused_serve(store: &str, node: &str, extra: &[&str]) -> (i32, String) {
     let child = idmint_command()
         .args(["serve", "--store", store, "--node-name", node])
         .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
@@ -89,7 +89,11 @@ fn finish(mut child: std::process::Child, overdue: &str) -> (i32, String, String
 }
 
 /// `GET PATH` on `server`, its JSON body (an error body too).
-async fn get_json(http: &reqwest::Client, server: &Server, path: &str) -> serde_json::Value {
+pub(crate) async fn get_json(
+    http: &reqwest::Client,
+    server: &Server,
+    path: &str,
+) -> serde_json::Value {
     let url = format!("{}{path}", server.http);
     http.get(url).send().await.unwrap().json().await.unwrap()
 }
@@ -109,7 +113,7 @@ async fn mint(server: &Server, length: Duration) -> Vec<u64> {
 }
 
 /// `/v1/decode/{id}` on `server`.
-async fn decode(server: &Server, id: u64) -> serde_json::Value {
+pub(crate) async fn decode(server: &Server, id: u64) -> serde_json::Value {
     get_json(&reqwest::Client::new(), server, &format!("/v1/decode/{id}")).await
 }
 
@@ -389,6 +393,7 @@ async fn a_node_frozen_across_a_change_retires(store: String) {
     node.stop();
 }
 
+/// `$test(store URL)` as one test per backend: SQLite, PostgreSQL, MariaDB, Redis.
 macro_rules! on_every_store {
     ($name:ident, $test:ident) => {
         mod $name {
@@ -416,6 +421,8 @@ macro_rules! on_every_store {
         }
     };
 }
+
+pub(crate) use on_every_store;
 
 on_every_store!(
     epochs_two_seconds_apart,

@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, the Grafana dashboard's metrics, the operator's page in a real browser, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, the in-database function on real PostgreSQL servers, start-up checks, store sets. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, the Grafana dashboard's metrics, the operator's page in a real browser, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, permuted IDs, the in-database function on real PostgreSQL servers, start-up checks, store sets. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -16,6 +16,7 @@ mod in_database;
 mod layout_end;
 #[path = "../support/own_redis.rs"]
 mod own_redis;
+mod permuted_ids;
 mod sdk;
 mod security;
 mod serve;

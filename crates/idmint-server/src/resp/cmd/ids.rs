@@ -87,13 +87,14 @@ impl Session {
         }
         .await;
         match result {
-            Ok(id) => reply::id(out, id, &self.format),
+            Ok(id) => reply::id(out, self.shared.ids.publish(id), &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
 
     /// `INCRBY tag n`: `n` contiguous IDs; the reply is the last, so the run is
-    /// `last - n + 1 ..= last`, as with Redis' counter.
+    /// `last - n + 1 ..= last`, as with Redis' counter. On a permuted namespace only `n = 1`:
+    /// the public values of a run are not a run.
     pub(super) async fn incr_by(&mut self, args: &[bytes::Bytes], out: &mut BytesMut) {
         let [_, tag, n] = args else {
             return wrong_arity(out, "incrby");
@@ -102,6 +103,9 @@ impl Session {
         let Some(n) = reply::parse_count(out, n, "increment", max) else {
             return;
         };
+        if n > 1 && self.shared.ids.is_permuted() {
+            return reply::permuted(out);
+        }
         let result: Result<u64> = async {
             let entry = self.tags.resolve(&self.shared.ids, tag).await?;
             let run = entry.buffer.take_contiguous(n).await?;
@@ -110,7 +114,7 @@ impl Session {
         }
         .await;
         match result {
-            Ok(last) => reply::id(out, last, &self.format),
+            Ok(last) => reply::id(out, self.shared.ids.publish(last), &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -126,12 +130,18 @@ impl Session {
         match self.shared.ids.snowflakes(count.unwrap_or(1), shard).await {
             Ok(mut batch) => {
                 let issued = batch.len() as u64;
+                let ids = &self.shared.ids;
                 if count.is_some() {
                     let largest = batch.last_id();
-                    reply::ids(out, batch, largest, &options.format);
+                    reply::ids(
+                        out,
+                        batch.map(|id| ids.publish(id)),
+                        largest,
+                        &options.format,
+                    );
                 } else {
                     match batch.next() {
-                        Some(id) => reply::id(out, id, &options.format),
+                        Some(id) => reply::id(out, ids.publish(id), &options.format),
                         None => encode::error(out, "ERR no snowflake was issued"),
                     }
                 }
@@ -166,7 +176,8 @@ impl Session {
         match result {
             Ok(runs) => {
                 let (ids, largest) = reply::RunIds::new(runs);
-                reply::ids(out, ids, largest, &options.format);
+                let public = ids.map(|id| self.shared.ids.publish(id));
+                reply::ids(out, public, largest, &options.format);
             }
             Err(error) => reply::service_error(out, &error),
         }
@@ -211,6 +222,13 @@ impl Session {
     /// loaded the tag. It takes no ID, creates no tag and asks no store, so it tells nothing
     /// of other nodes.
     pub(super) fn get(&mut self, args: &[Bytes], out: &mut BytesMut) {
+        if self.shared.ids.is_permuted() {
+            // The counter is the volume a permutation hides.
+            return encode::error(
+                out,
+                "ERR this namespace hands out its IDs permuted: a tag's counter is not shown",
+            );
+        }
         let raw = args.get(1).map_or(&[][..], |a| a);
         let counter = std::str::from_utf8(raw)
             .ok()
@@ -261,7 +279,8 @@ impl Session {
             ("shard", decoded.shard),
         ];
         let present = optional.iter().filter(|(_, v)| v.is_some()).count()
-            + usize::from(decoded.id_space.is_some());
+            + usize::from(decoded.id_space.is_some())
+            + usize::from(decoded.plain_id.is_some());
         let format = options.format;
         encode::map_header(out, self.protocol, 6 + present);
         encode::bulk(out, b"id");
@@ -285,6 +304,10 @@ impl Session {
         if let Some(version) = decoded.id_space {
             encode::bulk(out, b"id_space");
             reply::id(out, version, &IdFormat::Integer);
+        }
+        if let Some(plain) = &decoded.plain_id {
+            encode::bulk(out, b"plain_id");
+            encode::bulk(out, plain.as_bytes());
         }
     }
 }

@@ -251,6 +251,8 @@ impl Session {
                 ("layout", layout.spec()),
                 ("layout_epoch_ms", layout.epoch_ms().to_string()),
                 ("layout_ends_at_ms", layout.ends_at_ms().to_string()),
+                // 1 when IDs are handed out permuted: not ordered, and no runs.
+                ("ids_permuted", u8::from(ids.is_permuted()).to_string()),
                 ("worker_id", ids.keeper().lease().worker_id.to_string()),
                 (
                     "worker_lease_held",

@@ -310,12 +310,12 @@ impl Session {
                 let entry = self.tags.get(tag)?;
                 let id = entry.buffer.try_next()?;
                 entry.issued(1);
-                reply::id(out, id, &self.format);
+                reply::id(out, self.shared.ids.publish(id), &self.format);
             }
             [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
                 let id = self.shared.ids.try_snowflake()?;
                 self.snowflakes_pending += 1;
-                reply::id(out, id, &self.format);
+                reply::id(out, self.shared.ids.publish(id), &self.format);
             }
             _ => return None,
         }

@@ -115,6 +115,9 @@ impl Session {
         let Some(n) = reply::parse_count(out, n, "count", max) else {
             return;
         };
+        if self.shared.ids.is_permuted() {
+            return reply::permuted(out);
+        }
         let floor = match options {
             [] => None,
             [word, id] if word.eq_ignore_ascii_case(b"ABOVE") => match reply::parse_u64(id) {

@@ -2,7 +2,7 @@
 -- KEYS[1] the list of ID-space records (oldest first), KEYS[2] the sorted set of every worker ID
 -- ever leased, KEYS[3] the sorted set of expiries; ARGV[1] the key prefix ('{ns}:'), ARGV[2]
 -- the record's version, ARGV[3] the record without its time ('version|layout|epoch|dc|from|
--- first'), ARGV[4] the highest HWM the change was judged by.
+-- first|permutation'), ARGV[4] the highest HWM the change was judged by.
 -- Returns {'ok'} or {'refused', newest version, live leases, highest HWM}: the client turns
 -- the figures into the reason (the same rules as every other store).
 local version, bound = tonumber(ARGV[2]), tonumber(ARGV[4])
