@@ -245,7 +245,7 @@ impl Nodes {
 
 /// Whether an error reply is one no retry changes (see the module documentation).
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 12] = [
+    const REFUSALS: [&str; 13] = [
         "tag_exhausted",
         "too_many_tags",
         "invalid tag",
@@ -257,6 +257,8 @@ fn is_refusal(code: &str, detail: &str) -> bool {
         "syntax error",
         "value is not an integer",
         "first must not be",
+        // Runs asked of nodes that hand out permuted IDs.
+        "permuted",
         // A token sent to a node that has none.
         "AUTH <password> called without",
     ];
@@ -273,6 +275,14 @@ fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreEr
     if detail.starts_with("tag_exhausted") {
         let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
         return CoreError::TagExhausted { tag };
+    }
+    if detail.starts_with("permuted") {
+        return CoreError::store_invalid(format!(
+            "{address} hands out its IDs permuted (serve --permutation-key-file): this client \
+             keeps segment IDs as runs of consecutive IDs, which permuted IDs are not; take \
+             segment IDs from the nodes themselves (IDMINT.NEXT tag COUNT n)"
+        ))
+        .caused_by(error);
     }
     CoreError::store_invalid(format!("{address} refused: {code} {detail}")).caused_by(error)
 }

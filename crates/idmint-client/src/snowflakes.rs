@@ -7,8 +7,13 @@
 //! answer whatever the round trip took (a node farther away than the bound still serves). Snowflakes one client hands out strictly
 //! increase: any ID not above the last one handed out (a batch from another node whose clock
 //! or worker ID sorts lower) is skipped.
+//!
+//! Unless the nodes hand out their IDs permuted (`serve --permutation-key-file`): then no ID
+//! sorts by time, and keeping them in order would skip nearly all of them. The client asks
+//! once, before its first batch, with `IDMINT.SPACE` (a node too old to know it hands out
+//! plain IDs), and hands permuted batches out as they come.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -35,6 +40,8 @@ struct Held {
     ids: VecDeque<u64>,
     asked_at: Option<Instant>,
     last: u64,
+    /// Whether the nodes hand out permuted IDs; `None` until asked.
+    permuted: Option<bool>,
 }
 
 impl Held {
@@ -52,7 +59,9 @@ impl Held {
             let Some(id) = self.ids.pop_front() else {
                 break;
             };
-            if id > self.last {
+            if self.permuted == Some(true) {
+                out.push(id);
+            } else if id > self.last {
                 self.last = id;
                 out.push(id);
             }
@@ -95,6 +104,12 @@ impl Snowflakes {
             let Some(left) = self.max_wait.checked_sub(started.elapsed()) else {
                 return Err(unavailable(started, "no fresh snowflake batch in time"));
             };
+            if self.held().permuted.is_none() {
+                let permuted = ask_permuted(nodes, left)
+                    .await
+                    .map_err(|e| Error::from_core(e, started.elapsed()))?;
+                self.held().permuted = Some(permuted);
+            }
             let want = self.batch_size.max((n - out.len()) as u64);
             let mut cmd = redis::cmd("IDMINT.SNOWFLAKE");
             cmd.arg("COUNT").arg(want);
@@ -118,6 +133,20 @@ impl Snowflakes {
             }
         }
         Ok(out)
+    }
+}
+
+/// Whether the nodes hand out permuted IDs, from `IDMINT.SPACE`'s `permuted`; false from a
+/// node that does not know the command (older than permuted IDs).
+async fn ask_permuted(nodes: &Nodes, max_wait: Duration) -> idmint_core::Result<bool> {
+    let cmd = redis::cmd("IDMINT.SPACE");
+    match nodes
+        .call::<HashMap<String, redis::Value>>(&cmd, max_wait)
+        .await
+    {
+        Ok((_, space)) => Ok(matches!(space.get("permuted"), Some(redis::Value::Int(1)))),
+        Err(error) if error.to_string().contains("unknown command") => Ok(false),
+        Err(error) => Err(error),
     }
 }
 

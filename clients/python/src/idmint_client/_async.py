@@ -181,7 +181,8 @@ class AsyncClient:
         self._sf: List[int] = []
         self._sf_i = 0
         self._sf_at = 0.0
-        self._sf_last = 0
+        self._sf_last = 0  # core.UNORDERED once the nodes say they permute their IDs
+        self._sf_space_known = False
         self._sf_size = min(8, s.snowflake_batch)
 
     # ---- segment IDs -------------------------------------------------------------------
@@ -374,7 +375,7 @@ class AsyncClient:
 
     async def snowflakes(self, n: int) -> List[int]:
         """`n` snowflake IDs (1..=10000), ascending, above every snowflake this client handed
-        out."""
+        out; in the nodes' order when they hand out permuted IDs, which have none."""
         core.check_count(n)
         deadline = core.now() + self._s.max_wait
         async with self._sf_lock:
@@ -414,6 +415,14 @@ class AsyncClient:
 
     async def _fetch_snowflakes(self, count: int, deadline: float) -> Tuple[List[int], float]:
         async def op(node: _Node) -> List[int]:
+            if not self._sf_space_known:
+                try:
+                    if core.permuted((await node.call(*core.space_command()))[0]):
+                        self._sf_last = core.UNORDERED
+                except redis.exceptions.ResponseError as error:
+                    if not core.unknown_command(error):
+                        raise
+                self._sf_space_known = True
             reply, _, asked = await self._counted(
                 node, lambda n: ("IDMINT.SNOWFLAKE", "COUNT", n), count
             )

@@ -253,6 +253,7 @@ _NO_PASSWORD = "AUTH <password> called without"
 #: anything new) is the node's failure.
 REFUSALS = (
     "tag_exhausted",
+    "permuted",
     "too_many_tags",
     "invalid tag",
     "invalid argument",
@@ -303,6 +304,12 @@ def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
             return FATAL, TagExhausted(text)
         if text.startswith("too_many_tags"):
             return FATAL, TooManyTags(text)
+        if text.startswith("permuted"):
+            return FATAL, IdmintError(
+                "the nodes hand out their IDs permuted (serve --permutation-key-file): this "
+                "client keeps segment IDs as runs of consecutive IDs, which permuted IDs are not; "
+                f"take segment IDs from the nodes themselves (IDMINT.NEXT tag COUNT n): {text}"
+            )
         if _COUNT_LIMIT.search(text):
             return RESIZE, None
         return FATAL, IdmintError(f"the node refused the command: {text}")
@@ -416,15 +423,49 @@ def now() -> float:
     return time.monotonic()
 
 
+#: `last` for `take_increasing` when the nodes hand out permuted IDs: no order to keep.
+UNORDERED = -1
+
+
+def space_command() -> Sequence[Any]:
+    """Asks a node for its ID space, before the first snowflake batch."""
+    return ("IDMINT.SPACE",)
+
+
+def permuted(reply: Any) -> bool:
+    """Whether `IDMINT.SPACE`'s reply (a map, or its pairs in RESP2) says the node hands out
+    its IDs permuted (`serve --permutation-key-file`): then no snowflake sorts by time, and
+    keeping them in order would skip nearly all of them."""
+    if isinstance(reply, dict):
+        pairs = list(reply.items())
+    elif isinstance(reply, (list, tuple)):
+        pairs = list(zip(reply[::2], reply[1::2]))
+    else:
+        raise BadReply(f"IDMINT.SPACE answered {reply!r}, expected a map")
+    for key, value in pairs:
+        if key in (b"permuted", "permuted"):
+            return int(value) == 1
+    return False
+
+
+def unknown_command(error: BaseException) -> bool:
+    """Whether `error` is a node's `-ERR unknown command` (a node older than the command)."""
+    code, text = reply_code(error)
+    return code == "ERR" and text.startswith("unknown command")
+
+
 def take_increasing(batch: List[int], i: int, n: int, out: List[int], last: int) -> Tuple[int, int, int]:
     """Moves IDs of `batch` from index `i` on to `out` until `out` holds `n`, skipping every ID
-    not above `last` (the last one the client handed out: its snowflakes only increase).
-    Returns the next index, the new last ID, and how many were skipped."""
+    not above `last` (the last one the client handed out: its snowflakes only increase), or
+    none when `last` is `UNORDERED`. Returns the next index, the new last ID, and how many
+    were skipped."""
     dropped = 0
     while i < len(batch) and len(out) < n:
         v = batch[i]
         i += 1
-        if v > last:
+        if last == UNORDERED:
+            out.append(v)
+        elif v > last:
             out.append(v)
             last = v
         else:

@@ -311,6 +311,45 @@ async fn a_plain_namespace_takes_no_key(store: String) {
     assert!(log.contains("permutation key"), "{log}");
 }
 
+/// The Rust client on a node that hands out permuted IDs: every snowflake handed out in the
+/// node's order (restored, they increase), none skipped, even one per batch; segment IDs are
+/// refused at once with the reason, not retried until `max_wait`.
+#[test]
+fn the_rust_client_hands_out_permuted_snowflakes_and_refuses_runs() {
+    use idmint_client::{BlockingClient, ClientConfig};
+    use std::time::{Duration, Instant};
+
+    let dir = folder("client-permuted");
+    let (key_file, key) = new_key(&dir, "a.key");
+    let server = Server::start_with(
+        &sqlite_url("client-permuted"),
+        "client-permuted",
+        &["--permutation-key-file", key_file.to_str().unwrap()],
+    );
+    for batch in [1, 64] {
+        let config = ClientConfig::new([server.resp.clone()])
+            .with_snowflakes(batch, Duration::from_secs(1))
+            .with_max_wait(Duration::from_secs(10));
+        let client = BlockingClient::new(config).unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..100 {
+            ids.extend(client.snowflakes(3).unwrap());
+        }
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 300);
+        let restored: Vec<u64> = ids.iter().map(|&id| key.restore(id)).collect();
+        increasing(&restored, "the client's snowflakes, restored");
+        assert!(ids.windows(2).filter(|w| w[0] > w[1]).count() > 50);
+        let started = Instant::now();
+        let error = client.next("orders").unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_secs(5), "{error}");
+        assert!(
+            error.contains("permuted") && error.contains("IDMINT.NEXT"),
+            "{error}"
+        );
+    }
+    server.stop();
+}
+
 /// Key files that cannot be a key stop the node with the setting named and the text unquoted.
 #[test]
 fn bad_key_files_are_refused_without_being_quoted() {

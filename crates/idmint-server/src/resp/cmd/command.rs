@@ -157,6 +157,11 @@ fn docs(kind: Kind) -> Doc {
             "module",
             DECODE_ARGS,
         ),
+        Kind::Space => doc(
+            "The ID space this node hands out in: layout, epoch, datacenter, version, permuted.",
+            "module",
+            &[],
+        ),
         Kind::Format => doc(
             "Sets how this connection's ID replies are written: integers or strings.",
             "module",

@@ -4,12 +4,13 @@
 //! | Command | Reply |
 //! |---|---|
 //! | `INCR tag` | the next segment ID of `tag` |
-//! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken) |
+//! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken); `-ERR permuted ...` for `n > 1` when IDs are handed out permuted |
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f]` | one snowflake; with `COUNT`, an array of `n` |
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
 //! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of the last runs this connection took of `tag` was taken back, else 0 |
-//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, and `id_space` (the version of the ID space that issued it) |
+//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted |
+//! | `IDMINT.SPACE` | a map: the `layout`, `epoch_ms`, `datacenter` and `version` of the ID space this node hands out in, and `permuted` (1: no order, no runs) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
 //!
@@ -38,6 +39,7 @@ mod ids;
 mod info;
 mod ranges;
 mod server;
+mod space;
 mod transaction;
 
 pub(super) use self::ranges::Returnables;
@@ -57,6 +59,7 @@ pub(super) enum Kind {
     Range,
     GiveBack,
     Decode,
+    Space,
     Format,
     Get,
     Ping,
@@ -135,6 +138,7 @@ pub(super) const COMMANDS: &[Spec] = &[
     spec(Kind::Range, "idmint.range", -3, &["write", "denyoom"], 1, &["@write", "@slow"], MINT),
     spec(Kind::GiveBack, "idmint.giveback", 4, &["write"], 1, &["@write", "@slow"], MINT),
     spec(Kind::Decode, "idmint.decode", -2, READ, 0, &["@read", "@fast"], MINT),
+    spec(Kind::Space, "idmint.space", 1, READ, 0, &["@read", "@fast"], MINT),
     spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
     spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),
     spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, OPEN),
@@ -362,6 +366,7 @@ impl Session {
             Kind::Range => self.range(args, out).await,
             Kind::GiveBack => self.give_back(args, out).await,
             Kind::Decode => self.decode(args, out),
+            Kind::Space => self.space(out),
             Kind::Format => self.format(args, out),
             Kind::Get => self.get(args, out),
             Kind::Ping => self.ping(args, out),
