@@ -21,7 +21,9 @@
 //! - **Increasing per client.** A tag's IDs from one client strictly increase, across
 //!   failovers too (each range is asked for above the last: `IDMINT.RANGE tag n ABOVE id`),
 //!   and so do its snowflakes. Across clients they only trend upwards: each holds its own
-//!   range.
+//!   range. On nodes that hand out permuted IDs (`--permutation-key-file`) there is no order:
+//!   snowflakes come in the node's order, and segment IDs, which the client takes in runs,
+//!   are refused with the reason (take them with `IDMINT.NEXT tag COUNT n`).
 //! - **What a crash loses.** A client process that dies loses the IDs it held (at most two
 //!   ranges per tag): never reissued, a gap. A client closed or dropped gives them back
 //!   where the node can still take them.

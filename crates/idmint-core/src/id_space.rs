@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(plain.differences(&permuted), ["permutation key"]);
         assert!(permuted
             .to_string()
-            .contains("permuted by key feistel8-siphash24:"));
+            .contains("permuted by key feistel63x8-siphash24:"));
         let history = vec![IdSpaceRecord::first(permuted.clone())];
         assert!(matches!(
             check_pinned(&history, &plain),

@@ -7,14 +7,14 @@
 //! store's IDs stay dense and time-ordered, the public ones look random, and distinct IDs stay
 //! distinct, since a permutation cannot map two values to one.
 //!
-//! The construction: a balanced Feistel network on 64 bits (two 32-bit halves, [`ROUNDS`]
-//! rounds), each round's function SipHash-2-4 under the 128-bit key of the round number and
-//! the half. A Feistel network is a permutation of all 2^64 values whatever its round function;
-//! "cycle walking" makes it one of `1..2^63`: an output outside that range is fed through
-//! again until one lands inside (about two passes on average), which stays one to one because
-//! the walk follows the cycle of the 64-bit permutation that holds the input. 0 and every
-//! value from 2^63 up are left as they are, so the mapping is a permutation of all of `u64`
-//! and never answers 0 for an ID.
+//! The construction: a Feistel network on the 63 bits themselves, its two halves 31 and 32 bits
+//! wide and swapping widths at every round ([`ROUNDS`] rounds, as FF1 does for odd widths),
+//! each round's function SipHash-2-4 under the 128-bit key of the round number and the half. A
+//! Feistel network is a permutation of its domain (here every value below 2^63) whatever its
+//! round function. The only value it must not answer is 0: the one ID whose image is 0 takes the
+//! image of 0 instead ("cycle walking", which stays one to one because it follows the cycle of
+//! the permutation that holds the ID). 0 and every value from 2^63 up are left as they are, so
+//! the mapping is a permutation of all of `u64` and never answers 0 for an ID.
 //!
 //! What it is not: encryption of a secret. The key hides the order, the volume and the time
 //! from people who see IDs; it does not hide that two equal IDs are equal, and it rests on
@@ -29,8 +29,9 @@ use siphasher::sip::SipHasher24;
 use crate::error::{Error, Result};
 
 /// Rounds of the Feistel network. Four rounds of a pseudo-random function already give a
-/// pseudo-random permutation (Luby–Rackoff); with 32-bit halves, more rounds push the number
-/// of IDs an observer needs before the outputs can be told from random ones toward 2^32.
+/// pseudo-random permutation (Luby–Rackoff); with halves of 31 and 32 bits, more rounds push
+/// the number of IDs an observer needs before the outputs can be told from random ones toward
+/// 2^31 (NIST's FF3-1 uses 8, FF1 10).
 pub const ROUNDS: u8 = 8;
 
 /// Bytes of a key.
@@ -38,17 +39,33 @@ pub const KEY_BYTES: usize = 16;
 
 /// The name of this construction in a key's fingerprint (and so in the pinned ID space): a
 /// later construction gets another name, and a node never mixes the two.
-const SCHEME: &str = "feistel8-siphash24";
+const SCHEME: &str = "feistel63x8-siphash24";
 
 /// The values that are permuted: `1..2^63`.
 const TOP: u64 = 1 << 63;
 
+/// Bits of the wider half, the low one of a value.
+const RIGHT_BITS: u32 = 32;
+
+/// Bits of all values permuted.
+const BITS: u32 = 63;
+
 /// A secret 128-bit key and the permutation it selects.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct Permutation {
     k0: u64,
     k1: u64,
+    /// SipHash-2-4 keyed with `k0, k1`, cloned by each round (its keyed start state).
+    hasher: SipHasher24,
 }
+
+impl PartialEq for Permutation {
+    fn eq(&self, other: &Self) -> bool {
+        (self.k0, self.k1) == (other.k0, other.k1)
+    }
+}
+
+impl Eq for Permutation {}
 
 impl fmt::Debug for Permutation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -68,9 +85,11 @@ impl Permutation {
             word.copy_from_slice(bytes);
             u64::from_le_bytes(word)
         };
+        let (k0, k1) = (half(low), half(high));
         Self {
-            k0: half(low),
-            k1: half(high),
+            k0,
+            k1,
+            hasher: SipHasher24::new_with_keys(k0, k1),
         }
     }
 
@@ -139,7 +158,7 @@ impl Permutation {
             return id;
         }
         let mut value = self.encrypt(id);
-        while !(1..TOP).contains(&value) {
+        while value == 0 {
             value = self.encrypt(value);
         }
         value
@@ -152,40 +171,54 @@ impl Permutation {
             return public;
         }
         let mut value = self.decrypt(public);
-        while !(1..TOP).contains(&value) {
+        while value == 0 {
             value = self.decrypt(value);
         }
         value
     }
 
-    /// The Feistel network forward on all 64 bits.
+    /// The Feistel network forward on a value below 2^63: the left half (31 bits at the start)
+    /// is mixed with the round function of the right one and the halves swap, so the widths
+    /// alternate and come back after an even number of rounds.
     #[inline]
-    fn encrypt(&self, block: u64) -> u64 {
-        let (mut left, mut right) = ((block >> 32) as u32, block as u32);
+    fn encrypt(&self, value: u64) -> u64 {
+        let (mut left, mut right) = (value >> RIGHT_BITS, value & mask(RIGHT_BITS));
+        let mut left_bits = BITS - RIGHT_BITS;
         for round in 0..ROUNDS {
-            (left, right) = (right, left ^ self.round(round, right));
+            let mixed = (left ^ self.round(round, right)) & mask(left_bits);
+            (left, right) = (right, mixed);
+            left_bits = BITS - left_bits;
         }
-        u64::from(left) << 32 | u64::from(right)
+        left << RIGHT_BITS | right
     }
 
     /// The Feistel network backward: each round undone, last first.
     #[inline]
-    fn decrypt(&self, block: u64) -> u64 {
-        let (mut left, mut right) = ((block >> 32) as u32, block as u32);
+    fn decrypt(&self, value: u64) -> u64 {
+        let (mut left, mut right) = (value >> RIGHT_BITS, value & mask(RIGHT_BITS));
+        let mut left_bits = BITS - RIGHT_BITS;
         for round in (0..ROUNDS).rev() {
-            (left, right) = (right ^ self.round(round, left), left);
+            // `left` is the round's right half; `right` its left half, mixed, as wide as it.
+            let unmixed = (right ^ self.round(round, left)) & mask(BITS - left_bits);
+            (left, right) = (unmixed, left);
+            left_bits = BITS - left_bits;
         }
-        u64::from(left) << 32 | u64::from(right)
+        left << RIGHT_BITS | right
     }
 
-    /// The round function: SipHash-2-4 of the round number and the half, cut to 32 bits.
+    /// The round function: SipHash-2-4 of the round number and the half (5 bytes: one
+    /// SipHash block), cut to 32 bits.
     #[inline]
-    fn round(&self, round: u8, half: u32) -> u32 {
-        let mut hasher = SipHasher24::new_with_keys(self.k0, self.k1);
-        // Bytes in a fixed order, not `write_u64`, whose bytes follow the machine's endianness.
-        hasher.write(&(u64::from(round) << 32 | u64::from(half)).to_le_bytes());
-        hasher.finish() as u32
+    fn round(&self, round: u8, half: u64) -> u64 {
+        let [b0, b1, b2, b3, ..] = half.to_le_bytes();
+        self.hasher.hash(&[round, b0, b1, b2, b3]) & mask(32)
     }
+}
+
+/// The low `bits` bits set.
+#[inline]
+const fn mask(bits: u32) -> u64 {
+    (1 << bits) - 1
 }
 
 /// The value of one hexadecimal digit.
@@ -267,13 +300,13 @@ mod tests {
         assert_eq!(
             answers,
             [
-                9_078_901_520_723_743_110,
-                8_459_467_894_600_565_301,
-                4_204_240_007_459_441_541,
-                235_212_010_576_309_692
+                2_667_191_020_593_736_291,
+                3_035_966_685_293_840_273,
+                200_893_764_881_503_827,
+                2_517_158_464_679_573_534
             ]
         );
-        assert_eq!(p.fingerprint(), "feistel8-siphash24:1e47711ebf27b4d7");
+        assert_eq!(p.fingerprint(), "feistel63x8-siphash24:1e47711ebf27b4d7");
     }
 
     #[test]
@@ -282,7 +315,7 @@ mod tests {
         let Ok(other) = Permutation::from_hex("100102030405060708090a0b0c0d0e0f") else {
             panic!("the other key parses");
         };
-        assert!(p.fingerprint().starts_with("feistel8-siphash24:"));
+        assert!(p.fingerprint().starts_with("feistel63x8-siphash24:"));
         assert_eq!(p.fingerprint().len(), SCHEME.len() + 1 + 16);
         assert_ne!(p.fingerprint(), other.fingerprint());
         assert_eq!(p.fingerprint(), permutation().fingerprint());

@@ -532,7 +532,7 @@ mod suite {
                 layout: "time:41@1ms,worker:10,seq:12".into(),
                 epoch_ms,
                 datacenter: 3,
-                permutation: (version > 1).then(|| format!("feistel8-siphash24:{version:016x}")),
+                permutation: (version > 1).then(|| format!("feistel63x8-siphash24:{version:016x}")),
             },
             issues_from_ms: 1_700_000_000_000 + version,
             first_id: version << 40,
