@@ -22,7 +22,6 @@
 //! and what it does not protect against.
 
 use std::fmt;
-use std::hash::Hasher;
 
 use siphasher::sip::SipHasher24;
 
@@ -55,7 +54,7 @@ const BITS: u32 = 63;
 pub struct Permutation {
     k0: u64,
     k1: u64,
-    /// SipHash-2-4 keyed with `k0, k1`, cloned by each round (its keyed start state).
+    /// SipHash-2-4 keyed with `k0, k1`: the state every hash of a round starts from.
     hasher: SipHasher24,
 }
 
@@ -145,9 +144,8 @@ impl Permutation {
     /// key (a different key matches by chance once in 2^64); the key cannot be found from it
     /// short of trying every one of 2^128.
     pub fn fingerprint(&self) -> String {
-        let mut hasher = SipHasher24::new_with_keys(self.k0, self.k1);
-        hasher.write(b"idmint permutation key fingerprint");
-        format!("{SCHEME}:{:016x}", hasher.finish())
+        let digest = self.hasher.hash(b"idmint permutation key fingerprint");
+        format!("{SCHEME}:{digest:016x}")
     }
 
     /// The public value of `id`: another value in `1..2^63` for an `id` in that range; 0 and

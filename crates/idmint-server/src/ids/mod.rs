@@ -134,7 +134,7 @@ impl Ids {
     }
 
     /// Why a run of consecutive IDs is refused on a permuted namespace: the text of the
-    /// RESP `-PERMUTED` error and the HTTP 409 `permuted`.
+    /// RESP `-ERR permuted ...` and the HTTP 409 `permuted`.
     pub const RUNS_REFUSED: &'static str = "this namespace hands out its IDs permuted \
         (--permutation-key-file), and a run of consecutive IDs cannot be: their public values \
         are not consecutive. Ask for a batch of IDs instead (COUNT n, ?count=n)";
