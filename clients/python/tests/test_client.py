@@ -72,12 +72,18 @@ def increasing(values) -> bool:
     return all(a < b for a, b in zip(values, values[1:]))
 
 
+def idmint_binary() -> str:
+    """The idmint binary under test, from IDMINT_BIN: without it the tests fail, never skip."""
+    binary = os.environ.get("IDMINT_BIN")
+    if not binary:
+        raise RuntimeError("set IDMINT_BIN to the idmint binary (nothing is skipped)")
+    return binary
+
+
 class WithNodes(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        binary = os.environ.get("IDMINT_BIN")
-        if not binary:
-            raise RuntimeError("set IDMINT_BIN to the idmint binary (nothing is skipped)")
+        binary = idmint_binary()
         cls.dir = tempfile.mkdtemp(prefix="idmint-py-")
         store = f"sqlite://{cls.dir}/ids.db"
         cls.nodes = [Node(binary, store, f"py{i}") for i in range(2)]

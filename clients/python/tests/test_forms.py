@@ -3,7 +3,6 @@
     IDMINT_BIN=/path/to/idmint python -m unittest discover -s clients/python/tests -v
 """
 
-import os
 import random
 import shutil
 import tempfile
@@ -12,7 +11,7 @@ import unittest
 import redis
 
 from idmint_client.forms import MAX_ID, IdForm
-from test_client import TOKEN, Node
+from test_client import TOKEN, Node, idmint_binary
 
 RADIXES = ["decimal", "base62", "base36", "base32"]
 
@@ -55,9 +54,7 @@ class SameAsTheNode(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls) -> None:
-        binary = os.environ.get("IDMINT_BIN")
-        if not binary:
-            raise RuntimeError("set IDMINT_BIN to the idmint binary (nothing is skipped)")
+        binary = idmint_binary()
         cls.dir = tempfile.mkdtemp(prefix="idmint-py-forms-")
         cls.node = Node(binary, f"sqlite://{cls.dir}/ids.db", "forms")
 

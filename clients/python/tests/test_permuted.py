@@ -14,15 +14,13 @@ import time
 import unittest
 
 import idmint_client as ic
-from test_client import TOKEN, Node
+from test_client import TOKEN, Node, idmint_binary
 
 
 class Permuted(unittest.TestCase):
     @classmethod
     def setUpClass(cls) -> None:
-        binary = os.environ.get("IDMINT_BIN")
-        if not binary:
-            raise RuntimeError("set IDMINT_BIN to the idmint binary (nothing is skipped)")
+        binary = idmint_binary()
         cls.dir = tempfile.mkdtemp(prefix="idmint-py-permuted-")
         key = os.path.join(cls.dir, "ids.key")
         with open(key, "w") as out:

@@ -152,27 +152,27 @@ impl Permutation {
     /// values from 2^63 up are their own image.
     #[inline]
     pub fn permute(&self, id: u64) -> u64 {
-        if !(1..TOP).contains(&id) {
-            return id;
-        }
-        let mut value = self.encrypt(id);
-        while value == 0 {
-            value = self.encrypt(value);
-        }
-        value
+        self.walk(id, Self::encrypt)
     }
 
     /// The ID whose public value is `public`: the inverse of [`permute`](Self::permute).
     #[inline]
     pub fn restore(&self, public: u64) -> u64 {
-        if !(1..TOP).contains(&public) {
-            return public;
+        self.walk(public, Self::decrypt)
+    }
+
+    /// `network` (forward or backward) applied to a `value` in `1..2^63`, again while it
+    /// answers 0, which is no ID; values outside the range as they are.
+    #[inline]
+    fn walk(&self, value: u64, network: fn(&Self, u64) -> u64) -> u64 {
+        if !(1..TOP).contains(&value) {
+            return value;
         }
-        let mut value = self.decrypt(public);
-        while value == 0 {
-            value = self.decrypt(value);
+        let mut image = network(self, value);
+        while image == 0 {
+            image = network(self, image);
         }
-        value
+        image
     }
 
     /// The Feistel network forward on a value below 2^63: the left half (31 bits at the start)
