@@ -276,6 +276,18 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["plain_id"], key.restore(sample).to_string(), "{json}");
     assert_eq!(json["worker"].as_u64(), Some(worker), "{json}");
+    // Offline, with the layout (the default here) instead of the store.
+    let (code, out, err) = run(&[
+        "decode",
+        &sample_text,
+        "--json",
+        "--permutation-key-file",
+        key_path,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let offline: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(offline["plain_id"], json["plain_id"], "{offline}");
+    assert_eq!(offline["unix_ms"], json["unix_ms"], "{offline}");
     let (code, _, err) = run(&base);
     assert_eq!(code, 2, "{err}");
     assert!(
