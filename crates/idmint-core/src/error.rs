@@ -296,6 +296,21 @@ pub enum Error {
 /// The message of [`Error::IdSpaceMismatch`]: both spaces, what differs, and the two ways on.
 fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
     let names = stored.space.differences(given);
+    if names == ["permutation key"] {
+        let shown = |space: &IdSpace| match &space.permutation {
+            Some(fingerprint) => format!("key {fingerprint}"),
+            None => "no permutation key".to_owned(),
+        };
+        return format!(
+            "this node's permutation key differs from the one pinned in the store for its \
+             namespace: stored {}, given {}. Another key (or none) would hand out values the \
+             namespace's nodes hand out too, and a namespace's key never changes: start the \
+             node with the namespace's key file (`--permutation-key-file`), or give the new \
+             key a new namespace (`--namespace`)",
+            shown(&stored.space),
+            shown(given)
+        );
+    }
     let verb = if names.len() == 1 {
         "differs"
     } else {

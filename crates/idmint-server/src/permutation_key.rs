@@ -16,9 +16,15 @@ use crate::error::ServerError;
 /// longer is the wrong file.
 const MAX_FILE_BYTES: u64 = 4_096;
 
-/// The permutation of the key in the file at `path`. The error names the setting and the
-/// file, never the file's text.
-pub fn load(path: &Path) -> Result<Permutation, ServerError> {
+/// The permutation of namespace `namespace` under the key in the file at `path` (derived from
+/// the key, so a key reused for another namespace gives other values there). The error names
+/// the setting and the file, never the file's text.
+pub fn load(path: &Path, namespace: &str) -> Result<Permutation, ServerError> {
+    Ok(read_key(path)?.derive(b"namespace", namespace.as_bytes()))
+}
+
+/// The key in the file at `path`.
+fn read_key(path: &Path) -> Result<Permutation, ServerError> {
     let refused = |reason: String| ServerError::Config {
         setting: "permutation-key-file".into(),
         reason: format!("{}: {reason}", path.display()),
@@ -72,11 +78,14 @@ mod tests {
     #[test]
     fn a_key_file_is_read_and_a_bad_one_is_refused_without_its_text() {
         let good = written("good", "000102030405060708090a0b0c0d0e0f\n");
-        assert!(load(&good).is_ok());
+        let (Ok(shop), Ok(other)) = (load(&good, "shop"), load(&good, "other")) else {
+            panic!("a good key file loads");
+        };
+        assert_ne!(shop.fingerprint(), other.fingerprint());
         let secret = "s3cret-not-a-key-at-all-000000000";
         for (name, text) in [("bad", secret), ("long", &"0".repeat(5_000)[..])] {
             let path = written(name, text);
-            let Err(error) = load(&path) else {
+            let Err(error) = load(&path, "shop") else {
                 panic!("{name} must be refused");
             };
             let message = error.to_string();
@@ -84,7 +93,7 @@ mod tests {
             assert!(!message.contains(secret), "{message}");
             let _ = std::fs::remove_file(path);
         }
-        let missing = load(Path::new("/nonexistent/idmint.key"))
+        let missing = load(Path::new("/nonexistent/idmint.key"), "shop")
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -51,8 +51,18 @@ pub async fn run(
     let permutation = config
         .permutation_key_file
         .as_deref()
-        .map(crate::permutation_key::load)
+        .map(|path| crate::permutation_key::load(path, &config.namespace))
         .transpose()?;
+    if permutation.is_some() && layout.total_bits() < 63 {
+        return Err(ServerError::Config {
+            setting: "permutation-key-file".into(),
+            reason: format!(
+                "the layout {layout} is {} bits wide, and permuted IDs take all 63 (a \
+                 js-safe ID would no longer be exact in JavaScript): use a 63-bit layout",
+                layout.total_bits()
+            ),
+        });
+    }
     let http_listener = bind("http", "HTTP", config.http).await?;
     let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
     let store_options = StoreOptions {

@@ -44,14 +44,25 @@ pub struct DecodeArgs {
     #[arg(long, value_name = "URL", conflicts_with_all = ["layout", "epoch"])]
     pub store: Option<String>,
 
-    /// The deployment's prefix in --store. [default: idmint]
-    #[arg(long, value_name = "NAME", requires = "store")]
+    /// The deployment's prefix in --store, and the namespace the permutation key was used
+    /// for. [default: idmint]
+    #[arg(long, value_name = "NAME")]
     pub namespace: Option<String>,
 
     /// The key the ID was permuted with (`serve --permutation-key-file`): the ID is restored
     /// with it before it is taken apart. With --store, it must be the key the store pins.
     #[arg(long, value_name = "FILE")]
     pub permutation_key_file: Option<PathBuf>,
+
+    /// The ID is a segment ID of this tag, permuted: print its plain value (its number in the
+    /// tag) rather than take it apart as a snowflake.
+    #[arg(
+        long,
+        value_name = "TAG",
+        requires = "permutation_key_file",
+        conflicts_with = "store"
+    )]
+    pub tag: Option<String>,
 }
 
 /// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
@@ -68,16 +79,22 @@ pub fn run(
             .map_err(|e| InputError::new("ID", e))?,
         None => parse_id(&args.id)?,
     };
+    let namespace = args.namespace.as_deref().unwrap_or("idmint");
     let permutation = args
         .permutation_key_file
         .as_deref()
-        .map(idmint_server::permutation_key::load)
+        .map(|path| idmint_server::permutation_key::load(path, namespace))
         .transpose()?;
+    if let (Some(tag), Some(permutation)) = (&args.tag, &permutation) {
+        let tag = idmint_core::Tag::new(tag).map_err(|e| InputError::new("--tag", e))?;
+        let plain = permutation
+            .derive(b"tag", tag.as_str().as_bytes())
+            .restore(id);
+        return write_segment(out, args.json, id, &tag, plain);
+    }
     let plain = permutation.as_ref().map_or(id, |p| p.restore(id));
     let (layout, decoded) = match &args.store {
-        Some(url) => {
-            decode_from_store(url, args.namespace.as_deref(), plain, permutation.as_ref())?
-        }
+        Some(url) => decode_from_store(url, namespace, plain, permutation.as_ref())?,
         None => {
             let layout = args.opts.resolve(now_ms)?;
             let decoded = layout.decode(plain).map_err(|e| InputError::new("ID", e))?;
@@ -110,12 +127,12 @@ pub fn run(
 /// it, once `permutation` is found to be the one the store pins (or none, for plain IDs).
 fn decode_from_store(
     url: &str,
-    namespace: Option<&str>,
+    namespace: &str,
     id: u64,
     permutation: Option<&Permutation>,
 ) -> Result<(Layout, DecodedId)> {
     let options = StoreOptions {
-        namespace: namespace.unwrap_or("idmint").to_owned(),
+        namespace: namespace.to_owned(),
         ..StoreOptions::default()
     };
     let runtime = crate::store_opts::runtime()?;
@@ -126,6 +143,9 @@ fn decode_from_store(
         &SetOptions::default(),
     )?;
     let history = runtime.block_on(store.leases.id_spaces())?;
+    if history.is_empty() {
+        return Err(nothing_recorded(&options.namespace));
+    }
     let pinned = history.last().and_then(|r| r.space.permutation.as_deref());
     let given = permutation.map(Permutation::fingerprint);
     match (pinned, given.as_deref()) {
@@ -156,17 +176,42 @@ fn decode_from_store(
     }
     let spaces = SpaceLayouts::new(history)?;
     let (Some((_, layout)), Some(decoded)) = (spaces.space_of(id), spaces.decode(id)) else {
-        return Err(InputError::new(
-            "--store",
-            format!(
-                "no ID space is recorded in namespace `{}`: no node served snowflakes there",
-                options.namespace
-            ),
-        )
-        .into());
+        return Err(nothing_recorded(&options.namespace));
     };
     let decoded = decoded.map_err(|e| InputError::new("ID", e))?;
     Ok((layout.clone(), decoded))
+}
+
+/// `idmint decode ID --tag T`: the public segment ID, its tag and its plain value.
+fn write_segment(
+    out: &mut dyn Write,
+    json: bool,
+    id: u64,
+    tag: &idmint_core::Tag,
+    plain: u64,
+) -> Result<()> {
+    if json {
+        let value = serde_json::json!({
+            "id": id.to_string(),
+            "tag": tag.as_str(),
+            "plain_id": plain.to_string(),
+        });
+        serde_json::to_writer_pretty(&mut *out, &value).context("writing JSON")?;
+        writeln!(out).context("writing JSON")
+    } else {
+        writeln!(out, "id:      {id}\ntag:     {tag}\nplain:   {plain}").context("writing")
+    }
+}
+
+/// The refusal of `--store` in a namespace where no node recorded an ID space.
+fn nothing_recorded(namespace: &str) -> anyhow::Error {
+    InputError::new(
+        "--store",
+        format!(
+            "no ID space is recorded in namespace `{namespace}`: no node served snowflakes there"
+        ),
+    )
+    .into()
 }
 
 /// Parses the ID argument: a decimal `u64`, surrounding spaces allowed.
@@ -189,7 +234,7 @@ fn parse_id(text: &str) -> Result<u64, InputError> {
 fn write_text(out: &mut dyn Write, layout: &Layout, decoded: &DecodedId) -> Result<()> {
     let mut lines: Vec<(&str, String)> = vec![("id", decoded.id.clone())];
     if let Some(plain) = &decoded.plain_id {
-        lines.push(("plain id", plain.clone()));
+        lines.push(("plain", plain.clone()));
     }
     lines.extend([
         ("layout", decoded.layout.clone()),

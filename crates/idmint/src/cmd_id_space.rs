@@ -294,9 +294,13 @@ fn write_change(out: &mut dyn Write, report: &ChangeReport) -> Result<()> {
         None => writeln!(out, "no ID was issued under the space in force")?,
     }
     if report.recorded {
+        let key = match record.space.permutation {
+            Some(_) => " --permutation-key-file <the namespace's key file>",
+            None => "",
+        };
         writeln!(
             out,
-            "start the nodes with: --layout {} --epoch {} --datacenter {}",
+            "start the nodes with: --layout {} --epoch {} --datacenter {}{key}",
             record.space.layout, record.space.epoch_ms, record.space.datacenter
         )?;
     }

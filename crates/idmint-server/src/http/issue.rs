@@ -7,7 +7,7 @@ use axum::Json;
 
 use super::encode;
 use super::errors::ApiError;
-use super::params::{CountQuery, FormQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
+use super::params::{CountQuery, DecodeQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
 use super::state::AppState;
 use crate::ids::Ids;
 use crate::telemetry;
@@ -24,7 +24,7 @@ pub(crate) async fn snowflake(
         .await?;
     state.recorded.snowflakes(count);
     Ok(encode::json(encode::ids_json_in(
-        batch.map(|id| state.ids.publish(id)),
+        batch.map(|id| state.ids.publish_snowflake(id)),
         count,
         query.form.as_deref(),
     )))
@@ -39,8 +39,9 @@ pub(crate) async fn segment(
     let count = state.count(query.count)?;
     let runs = state.ids.segment_ids(&tag, count).await?;
     telemetry::record_segment(&tag, count);
+    let publisher = state.ids.tag_publisher(&tag);
     Ok(encode::json(encode::ids_json_in(
-        runs.into_iter().flatten().map(|id| state.ids.publish(id)),
+        runs.into_iter().flatten().map(|id| publisher.publish(id)),
         count,
         query.form.as_deref(),
     )))
@@ -76,15 +77,25 @@ pub(crate) async fn lease(
     Ok(encode::json(encode::range_json(run.start, run.end)))
 }
 
-/// `GET /v1/decode/{id}` → the ID taken apart with this node's layout.
+/// `GET /v1/decode/{id}` → the ID taken apart with this node's layout; with `tag=T`, the
+/// segment ID of `T` it was handed out for (`{"id", "tag", "plain_id"}`).
 pub(crate) async fn decode(
     State(state): State<AppState>,
     IdText(text): IdText,
-    Params(query): Params<FormQuery>,
+    Params(query): Params<DecodeQuery>,
 ) -> Result<Response, ApiError> {
     let id = match &query.form {
         Some(form) => form.decode(&text)?,
         None => super::params::parse_id(&text)?,
     };
+    if let Some(tag) = &query.tag {
+        let plain = state.ids.tag_publisher(tag).restore(id);
+        return Ok(Json(serde_json::json!({
+            "id": id.to_string(),
+            "tag": tag.as_str(),
+            "plain_id": plain.to_string(),
+        }))
+        .into_response());
+    }
     Ok(Json(state.ids.decode(id)?).into_response())
 }

@@ -30,14 +30,14 @@ pub(crate) async fn segment(
     let runs = state.ids.segment_ids(&tag, 1).await?;
     let id = runs.first().map(|run| run.start).ok_or_else(empty)?;
     telemetry::record_segment(&tag, 1);
-    Ok(encode::plain_id(state.ids.publish(id)))
+    Ok(encode::plain_id(state.ids.tag_publisher(&tag).publish(id)))
 }
 
 /// `GET /api/snowflake/get/{key}`.
 pub(crate) async fn snowflake(State(state): State<AppState>) -> Result<Response, ApiError> {
     let id = state.ids.snowflakes(1, 0).await?.next().ok_or_else(empty)?;
     state.recorded.snowflakes(1);
-    Ok(encode::plain_id(state.ids.publish(id)))
+    Ok(encode::plain_id(state.ids.publish_snowflake(id)))
 }
 
 /// `OPTIONS` on a Leaf route: the methods Spring lists for a mapping that names none.

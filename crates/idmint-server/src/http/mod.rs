@@ -10,7 +10,7 @@
 //! | `GET /v1/snowflake?count=N[&shard=K]` | `{"ids": ["..."]}`, count `1..=max_count` (default 1) |
 //! | `GET /v1/segment/{tag}?count=N` | `{"ids": ["..."]}`, ascending |
 //! | `POST /v1/segment/{tag}/lease?size=N` | `{"start": "S", "end": "E"}`, `E - S == N`, end exclusive |
-//! | `GET /v1/decode/{id}` | the decoded ID (`id`, `layout`, `time`, `unix_ms`, `tick`, fields) |
+//! | `GET /v1/decode/{id}[?tag=T]` | the decoded ID (`id`, `layout`, `time`, `unix_ms`, `tick`, fields, and `plain_id` on a permuted node); with `tag`, the plain value of that tag's segment ID (admin scope on a permuted node, mint otherwise) |
 //! | `GET /v1/tags` (admin) | `{"tags": [{"tag", "max_id", "step", "description", "updated_at_ms"}]}` |
 //! | `GET /v1/tags/{tag}` (admin) | the tag, 404 when unknown |
 //! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
@@ -211,10 +211,18 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
             get(issue::segment).head(|| async { encode::head_only(encode::JSON) }),
         )
         .route("/v1/segment/{tag}/lease", post(issue::lease))
-        .route("/v1/decode/{id}", get(issue::decode))
         .route("/api/segment/get/{key}", leaf_methods(leaf::segment))
-        .route("/api/snowflake/get/{key}", leaf_methods(leaf::snowflake))
+        .route("/api/snowflake/get/{key}", leaf_methods(leaf::snowflake));
+    // Decoding a permuted ID restores its plain value (its time, its position): on a permuted
+    // namespace that is the operator's, not every minting client's.
+    let decoding = Router::new()
+        .route("/v1/decode/{id}", get(issue::decode))
         .route("/decodeSnowflakeId", leaf_methods(leaf::decode));
+    let decoding_need = if state.ids.is_permuted() {
+        Need::Admin
+    } else {
+        Need::Mint
+    };
     let metrics = Router::new().route("/metrics", get(metrics::render));
     let health = Router::new()
         .route("/healthz", get(health::healthz))
@@ -224,6 +232,7 @@ pub fn router(ids: Arc<Ids>, options: HttpOptions) -> Router {
         .route("/db", get(dashboard::leaf_db));
     Router::new()
         .merge(scoped(mint, Need::Mint))
+        .merge(scoped(decoding, decoding_need))
         .merge(scoped(metrics, Need::Metrics))
         .merge(scoped(admin, Need::Admin))
         .merge(health)

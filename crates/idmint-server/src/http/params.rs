@@ -78,18 +78,29 @@ impl FromQuery for CountQuery {
     }
 }
 
-/// The text form of `/v1/decode/{id}`'s ID (see [`FormParts`]).
+/// `/v1/decode/{id}`'s query: the text form of the ID (see [`FormParts`]), and `tag=T` for a
+/// segment ID of tag `T` (restored with the tag's permutation rather than taken apart as a
+/// snowflake).
 #[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct FormQuery {
+pub(crate) struct DecodeQuery {
     pub form: Option<Box<IdForm>>,
+    pub tag: Option<Tag>,
 }
 
-impl FromQuery for FormQuery {
+impl FromQuery for DecodeQuery {
     fn from_query(query: &str) -> Result<Self, ApiError> {
         let mut form = FormParts::default();
-        for_each_pair(query, |key, value| form.take(key, value))?;
+        let mut tag = None;
+        for_each_pair(query, |key, value| match key {
+            "tag" => {
+                tag = Some(Tag::new(value).map_err(ApiError::from)?);
+                Ok(())
+            }
+            _ => form.take(key, value),
+        })?;
         Ok(Self {
             form: form.build()?,
+            tag,
         })
     }
 }

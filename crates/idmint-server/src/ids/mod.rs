@@ -39,9 +39,35 @@ pub struct IdsConfig {
     pub snowflake: SnowflakeConfig,
     /// The segment buffers.
     pub segments: SegmentOptions,
-    /// The permutation every ID is handed out in (`--permutation-key-file`), or `None` for
-    /// plain IDs. Part of the pinned ID space.
+    /// The namespace's permutation (`--permutation-key-file`, derived for the namespace), or
+    /// `None` for plain IDs. Part of the pinned ID space. Snowflakes are handed out in it,
+    /// each tag's segment IDs in one derived from it for the tag.
     pub permutation: Option<Permutation>,
+}
+
+/// How the IDs of one sequence (the snowflakes, or one tag) are handed out: permuted with the
+/// sequence's own permutation, or plain.
+#[derive(Debug, Clone, Default)]
+pub struct Publisher(Option<Permutation>);
+
+impl Publisher {
+    /// The value `id` is handed out as.
+    #[inline]
+    pub fn publish(&self, id: u64) -> u64 {
+        match &self.0 {
+            Some(permutation) => permutation.permute(id),
+            None => id,
+        }
+    }
+
+    /// The ID handed out as `public`.
+    #[inline]
+    pub fn restore(&self, public: u64) -> u64 {
+        match &self.0 {
+            Some(permutation) => permutation.restore(public),
+            None => public,
+        }
+    }
 }
 
 /// The running ID service of one node.
@@ -57,7 +83,10 @@ pub struct Ids {
     max_wait: Duration,
     max_lead: Duration,
     clock: Arc<dyn Clock>,
+    /// The namespace's permutation, if IDs are handed out permuted.
     permutation: Option<Permutation>,
+    /// How snowflakes are handed out: with the namespace's permutation.
+    snowflakes_out: Publisher,
 }
 
 impl Ids {
@@ -111,19 +140,30 @@ impl Ids {
             max_wait: config.snowflake.max_wait,
             max_lead: config.snowflake.max_lead,
             clock,
+            snowflakes_out: Publisher(config.permutation.clone()),
             permutation: config.permutation,
         }))
     }
 
-    /// The value `id` is handed out as: its image under the namespace's permutation, or `id`
-    /// itself when the namespace hands out plain IDs. Every front end passes every ID it
-    /// answers through here.
+    /// The value snowflake `id` is handed out as: its image under the namespace's
+    /// permutation, or `id` itself when the namespace hands out plain IDs. Every front end
+    /// passes every snowflake it answers through here, and every segment ID through its tag's
+    /// [`tag_publisher`](Self::tag_publisher).
     #[inline]
-    pub fn publish(&self, id: u64) -> u64 {
-        match &self.permutation {
-            Some(permutation) => permutation.permute(id),
-            None => id,
-        }
+    pub fn publish_snowflake(&self, id: u64) -> u64 {
+        self.snowflakes_out.publish(id)
+    }
+
+    /// How the segment IDs of `tag` are handed out: with a permutation derived for the tag
+    /// (tags count from 1 each: with one permutation for all, whoever may take IDs of one tag
+    /// could read every other tag's IDs off a list of its own), or plain. Two SipHash calls;
+    /// a connection keeps it with the tag's buffer.
+    pub fn tag_publisher(&self, tag: &Tag) -> Publisher {
+        Publisher(
+            self.permutation
+                .as_ref()
+                .map(|permutation| permutation.derive(b"tag", tag.as_str().as_bytes())),
+        )
     }
 
     /// Whether IDs are handed out permuted: runs of consecutive IDs (`INCRBY n`,
@@ -211,18 +251,24 @@ impl Ids {
     /// as handed out: on a permuted namespace it is restored first, and the answer carries
     /// the plain ID beside it.
     pub fn decode(&self, id: u64) -> Result<DecodedId> {
-        let plain = self
-            .permutation
-            .as_ref()
-            .map_or(id, |permutation| permutation.restore(id));
+        let plain = self.snowflakes_out.restore(id);
         let decoded = self
             .spaces
             .decode(plain)
-            .unwrap_or_else(|| self.layout.decode(plain))?;
-        Ok(match self.permutation {
-            Some(_) => decoded.handed_out_as(id),
-            None => decoded,
-        })
+            .unwrap_or_else(|| self.layout.decode(plain));
+        match (decoded, &self.permutation) {
+            (Ok(decoded), Some(_)) => Ok(decoded.handed_out_as(id)),
+            (Ok(decoded), None) => Ok(decoded),
+            (Err(error), None) => Err(error),
+            // The error would quote the plain value, as if the caller had sent it.
+            (Err(_), Some(_)) => Err(Error::InvalidArgument {
+                name: "id",
+                reason: format!(
+                    "{id} is not a snowflake of this namespace (restored with its permutation, \
+                     it does not fit the layout)"
+                ),
+            }),
+        }
     }
 
     /// The namespace's ID spaces, oldest first, as recorded when this node started.
@@ -275,11 +321,14 @@ async fn refuse_plain_segments(store: &Store) -> Result<()> {
     let tags = store.segments.list_tags().await?;
     match tags.first() {
         None => Ok(()),
-        Some(first) => Err(Error::IdSpaceRefused(format!(
-            "this namespace has {} segment tag(s) (`{}` first) whose IDs were handed out \
-             plain: a permutation key can only be given to a new namespace (`--namespace`)",
-            tags.len(),
-            first.tag
-        ))),
+        Some(first) => Err(Error::InvalidArgument {
+            name: "permutation key",
+            reason: format!(
+                "this namespace has {} segment tag(s) (`{}` first) whose IDs were handed out \
+                 plain: a permutation key can only be given to a new namespace (`--namespace`)",
+                tags.len(),
+                first.tag
+            ),
+        }),
     }
 }

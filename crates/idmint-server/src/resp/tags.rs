@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use idmint_core::{Error, Result, SegmentBuffer, Tag};
 
-use crate::ids::Ids;
+use crate::ids::{Ids, Publisher};
 use crate::telemetry;
 
 /// Most tags one connection keeps at hand; using more only costs a registry lookup each.
@@ -23,6 +23,8 @@ const CAPACITY: usize = 8;
 /// One tag's buffer and its metric.
 pub(super) struct TagEntry {
     pub(super) buffer: Arc<SegmentBuffer>,
+    /// How the tag's IDs are handed out (its permutation, derived once per connection).
+    pub(super) publisher: Publisher,
     issued: metrics::Counter,
     /// IDs issued since the last flush.
     pending: u64,
@@ -83,6 +85,7 @@ impl TagCache {
             let tag = Tag::new(name)?;
             let buffer = ids.segments().buffer(&tag).await?;
             let issued = telemetry::segment_counter(&tag);
+            let publisher = ids.tag_publisher(&tag);
             if self.entries.len() >= CAPACITY {
                 if let Some(mut evicted) = self.entries.pop() {
                     evicted.flush();
@@ -92,6 +95,7 @@ impl TagCache {
                 0,
                 TagEntry {
                     buffer,
+                    publisher,
                     issued,
                     pending: 0,
                 },

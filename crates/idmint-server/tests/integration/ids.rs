@@ -384,7 +384,7 @@ async fn a_key_is_refused_over_tags_that_handed_out_plain_ids() {
     let mut permuted = ids_config(LAYOUT, "a");
     permuted.permutation = Some(idmint_core::Permutation::from_bytes(*b"sixteen byte key"));
     let refused = Ids::start(permuted, store(&url).await, clock()).await;
-    let Err(Error::IdSpaceRefused(reason)) = refused else {
+    let Err(Error::InvalidArgument { reason, .. }) = refused else {
         panic!("a key over plain tags must be refused: {refused:?}");
     };
     assert!(

@@ -147,10 +147,13 @@ fn increasing(values: &[u64], what: &str) {
 
 async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     let dir = folder(&namespace("perm"));
-    let (key_file, key) = new_key(&dir, "a.key");
+    let (key_file, raw_key) = new_key(&dir, "a.key");
     let (other_file, _) = new_key(&dir, "b.key");
     let key_path = key_file.to_str().unwrap();
     let ns = namespace("perm");
+    // Snowflakes in the namespace's permutation, each tag's IDs in its own.
+    let key = raw_key.derive(b"namespace", ns.as_bytes());
+    let orders = key.derive(b"tag", b"orders");
     let flags = ["--namespace", &ns, "--permutation-key-file", key_path];
 
     let first = Server::start_with(&store, "node-a", &flags);
@@ -181,6 +184,12 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     assert_eq!(decoded["id"], sample.to_string(), "{decoded}");
     assert_eq!(decoded["plain_id"], key.restore(sample).to_string());
     let worker = decoded["worker"].as_u64().unwrap();
+    let segment = issued.segments[3];
+    let decoded = get_json(&http, &first, &format!("/v1/decode/{segment}?tag=orders")).await;
+    assert_eq!(decoded["plain_id"], "4", "{decoded}");
+    // Each tag has its own permutation: the first ID of another tag is not orders' first.
+    let body = get_json(&http, &first, "/v1/segment/invoices?count=1").await;
+    assert_ne!(ids_of(&body)[0], issued.segments[0]);
     first.stop();
 
     // Public values: all distinct, never the plain ones' order; restored, the plain IDs in the
@@ -207,7 +216,11 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
         .map(|&id| key.restore(id))
         .collect();
     increasing(&plain_flakes, "restored snowflakes");
-    let plain_segments: Vec<u64> = issued.segments.iter().map(|&id| key.restore(id)).collect();
+    let plain_segments: Vec<u64> = issued
+        .segments
+        .iter()
+        .map(|&id| orders.restore(id))
+        .collect();
     assert_eq!(
         plain_segments,
         (1..=plain_segments.len() as u64).collect::<Vec<_>>()
@@ -253,7 +266,11 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     let restored: Vec<u64> = again.snowflakes.iter().map(|&id| key.restore(id)).collect();
     assert!(restored[0] > *plain_flakes.last().unwrap());
     increasing(&restored, "snowflakes after the restart");
-    let next: Vec<u64> = again.segments.iter().map(|&id| key.restore(id)).collect();
+    let next: Vec<u64> = again
+        .segments
+        .iter()
+        .map(|&id| orders.restore(id))
+        .collect();
     assert!(next[0] > *plain_segments.last().unwrap());
     increasing(&next, "segment IDs after the restart");
     for id in again.snowflakes.iter().chain(&again.segments) {
@@ -276,11 +293,28 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     let json: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(json["plain_id"], key.restore(sample).to_string(), "{json}");
     assert_eq!(json["worker"].as_u64(), Some(worker), "{json}");
+    // A segment ID, offline: its number in the tag.
+    let segment_text = issued.segments[5].to_string();
+    let (code, out, err) = run(&[
+        "decode",
+        &segment_text,
+        "--tag",
+        "orders",
+        "--namespace",
+        &ns,
+        "--json",
+        "--permutation-key-file",
+        key_path,
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"plain_id\": \"6\""), "{out}");
     // Offline, with the layout (the default here) instead of the store.
     let (code, out, err) = run(&[
         "decode",
         &sample_text,
         "--json",
+        "--namespace",
+        &ns,
         "--permutation-key-file",
         key_path,
     ]);
@@ -332,7 +366,8 @@ fn the_rust_client_hands_out_permuted_snowflakes_and_refuses_runs() {
     use std::time::{Duration, Instant};
 
     let dir = folder("client-permuted");
-    let (key_file, key) = new_key(&dir, "a.key");
+    let (key_file, raw_key) = new_key(&dir, "a.key");
+    let key = raw_key.derive(b"namespace", b"idmint");
     let server = Server::start_with(
         &sqlite_url("client-permuted"),
         "client-permuted",
@@ -360,6 +395,78 @@ fn the_rust_client_hands_out_permuted_snowflakes_and_refuses_runs() {
         );
     }
     server.stop();
+}
+
+/// On a permuted node, decoding (which gives the plain ID: its time, its position) needs the
+/// admin scope: a mint token, even one limited to some tags, gets 403 and `-NOPERM`.
+#[test]
+fn decoding_permuted_ids_needs_the_admin_scope() {
+    let dir = folder("permuted-scopes");
+    let (key_file, _) = new_key(&dir, "a.key");
+    let tokens = dir.join("tokens.toml");
+    std::fs::write(
+        &tokens,
+        "[[token]]\nname = \"ops\"\nscope = \"admin\"\nsecret = \"admin-secret-0123456789abcdef\"\n\n\
+         [[token]]\nname = \"app\"\nscope = \"mint\"\ntags = [\"orders\"]\n\
+         secret = \"mint-secret-0123456789abcdef\"\n",
+    )
+    .unwrap();
+    let server = Server::start_with(
+        &sqlite_url("permuted-scopes"),
+        "permuted-scopes",
+        &[
+            "--permutation-key-file",
+            key_file.to_str().unwrap(),
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+        ],
+    );
+    let http = crate::security::address(&server.http);
+    let mint = Some("mint-secret-0123456789abcdef");
+    let (status, _, body) = crate::security::http(http, "GET", "/v1/snowflake", mint);
+    assert_eq!(status, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let id = json["ids"][0].as_str().unwrap().to_owned();
+    for path in [
+        format!("/v1/decode/{id}"),
+        format!("/decodeSnowflakeId?snowflakeId={id}"),
+    ] {
+        let (status, _, body) = crate::security::http(http, "GET", &path, mint);
+        assert_eq!(status, 403, "{path}: {body}");
+        let (status, _, body) =
+            crate::security::http(http, "GET", &path, Some("admin-secret-0123456789abcdef"));
+        assert_eq!(status, 200, "{path}: {body}");
+    }
+    let mut resp = crate::security::Resp::connect(crate::security::address(&server.resp));
+    assert_eq!(resp.call(&["AUTH", "mint-secret-0123456789abcdef"]), "+OK");
+    let refused = resp.call(&["IDMINT.DECODE", &id]);
+    assert!(
+        refused.starts_with("-NOPERM") && refused.contains("admin"),
+        "{refused}"
+    );
+    server.stop();
+}
+
+/// A layout narrower than 63 bits (js-safe's 53) cannot take a key: permuted IDs use all 63.
+#[test]
+fn a_narrow_layout_takes_no_key() {
+    let dir = folder("permuted-js-safe");
+    let (key_file, _) = new_key(&dir, "a.key");
+    let (code, log) = refused_serve(
+        &sqlite_url("permuted-js-safe"),
+        "node-a",
+        &[
+            "--layout",
+            "js-safe",
+            "--permutation-key-file",
+            key_file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 2, "{log}");
+    assert!(
+        log.contains("--permutation-key-file") && log.contains("63"),
+        "{log}"
+    );
 }
 
 /// Key files that cannot be a key stop the node with the setting named and the text unquoted.

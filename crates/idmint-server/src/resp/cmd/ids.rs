@@ -83,11 +83,11 @@ impl Session {
                 None => entry.buffer.next().await?,
             };
             entry.issued(1);
-            Ok(id)
+            Ok(entry.publisher.publish(id))
         }
         .await;
         match result {
-            Ok(id) => reply::id(out, self.shared.ids.publish(id), &self.format),
+            Ok(id) => reply::id(out, id, &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -110,11 +110,11 @@ impl Session {
             let entry = self.tags.resolve(&self.shared.ids, tag).await?;
             let run = entry.buffer.take_contiguous(n).await?;
             entry.issued(run.end.saturating_sub(run.start));
-            Ok(run.end.saturating_sub(1))
+            Ok(entry.publisher.publish(run.end.saturating_sub(1)))
         }
         .await;
         match result {
-            Ok(last) => reply::id(out, self.shared.ids.publish(last), &self.format),
+            Ok(last) => reply::id(out, last, &self.format),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -135,13 +135,13 @@ impl Session {
                     let largest = batch.last_id();
                     reply::ids(
                         out,
-                        batch.map(|id| ids.publish(id)),
+                        batch.map(|id| ids.publish_snowflake(id)),
                         largest,
                         &options.format,
                     );
                 } else {
                     match batch.next() {
-                        Some(id) => reply::id(out, ids.publish(id), &options.format),
+                        Some(id) => reply::id(out, ids.publish_snowflake(id), &options.format),
                         None => encode::error(out, "ERR no snowflake was issued"),
                     }
                 }
@@ -170,13 +170,13 @@ impl Session {
             let runs = entry.buffer.next_many(count).await?;
             let total: u64 = runs.iter().map(|r| r.end.saturating_sub(r.start)).sum();
             entry.issued(total);
-            Ok::<_, idmint_core::Error>(runs)
+            Ok::<_, idmint_core::Error>((runs, entry.publisher.clone()))
         }
         .await;
         match result {
-            Ok(runs) => {
+            Ok((runs, publisher)) => {
                 let (ids, largest) = reply::RunIds::new(runs);
-                let public = ids.map(|id| self.shared.ids.publish(id));
+                let public = ids.map(|id| publisher.publish(id));
                 reply::ids(out, public, largest, &options.format);
             }
             Err(error) => reply::service_error(out, &error),
@@ -226,7 +226,8 @@ impl Session {
             // The counter is the volume a permutation hides.
             return encode::error(
                 out,
-                "ERR this namespace hands out its IDs permuted: a tag's counter is not shown",
+                "ERR permuted this namespace hands out its IDs permuted: a tag's counter is not \
+                 shown",
             );
         }
         let raw = args.get(1).map_or(&[][..], |a| a);

@@ -9,7 +9,7 @@
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
 //! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of the last runs this connection took of `tag` was taken back, else 0 |
-//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted |
+//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted (then it needs the admin scope) |
 //! | `IDMINT.SPACE` | a map: the `layout`, `epoch_ms`, `datacenter` and `version` of the ID space this node hands out in, and `permuted` (1: no order, no runs) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
@@ -314,12 +314,12 @@ impl Session {
                 let entry = self.tags.get(tag)?;
                 let id = entry.buffer.try_next()?;
                 entry.issued(1);
-                reply::id(out, self.shared.ids.publish(id), &self.format);
+                reply::id(out, entry.publisher.publish(id), &self.format);
             }
             [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
                 let id = self.shared.ids.try_snowflake()?;
                 self.snowflakes_pending += 1;
-                reply::id(out, self.shared.ids.publish(id), &self.format);
+                reply::id(out, self.shared.ids.publish_snowflake(id), &self.format);
             }
             _ => return None,
         }
@@ -348,6 +348,12 @@ impl Session {
             return Flow::Continue;
         }
         if let Some(need) = spec.need {
+            // Decoding a permuted ID restores its plain value (its time, its position): on a
+            // permuted namespace that is the operator's, not every minting client's.
+            let need = match spec.kind {
+                Kind::Decode if self.shared.ids.is_permuted() => Need::Admin,
+                _ => need,
+            };
             if !self.permitted(spec, need, command, out) {
                 self.doom_transaction();
                 return Flow::Continue;
