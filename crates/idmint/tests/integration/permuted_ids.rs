@@ -187,6 +187,18 @@ async fn permuted_ids_hide_order_and_keep_their_key(store: String) {
     let segment = issued.segments[3];
     let decoded = get_json(&http, &first, &format!("/v1/decode/{segment}?tag=orders")).await;
     assert_eq!(decoded["plain_id"], "4", "{decoded}");
+    let mut conn = redis::Client::open(first.resp.as_str())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let reply = call(
+        &mut conn,
+        &["IDMINT.DECODE", &segment.to_string(), "TAG", "orders"],
+    );
+    let Ok(Value::Array(fields)) = reply else {
+        panic!("IDMINT.DECODE ... TAG: {reply:?}");
+    };
+    assert_eq!(fields.last(), Some(&Value::Int(4)), "{fields:?}");
     // Each tag has its own permutation: the first ID of another tag is not orders' first.
     let body = get_json(&http, &first, "/v1/segment/invoices?count=1").await;
     assert_ne!(ids_of(&body)[0], issued.segments[0]);

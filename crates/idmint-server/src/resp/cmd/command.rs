@@ -110,7 +110,7 @@ const SNOWFLAKE_ARGS: &[Arg] = &[
     FORMAT,
 ];
 const NEXT_ARGS: &[Arg] = &[TAG, option("count", "integer", "COUNT"), FORMAT];
-const DECODE_ARGS: &[Arg] = &[arg("id", "integer")];
+const DECODE_ARGS: &[Arg] = &[arg("id", "integer"), option("tag", "key", "TAG")];
 const RANGE_ARGS: &[Arg] = &[
     TAG,
     arg("count", "integer"),

@@ -14,17 +14,29 @@ use crate::resp::reply::{self, IdFormat, BAD_FORMAT, NOT_AN_INTEGER, SYNTAX_ERRO
 struct Options {
     count: Option<u64>,
     shard: Option<u64>,
+    /// `TAG t` of `IDMINT.DECODE`: a segment ID of that tag.
+    tag: Option<Bytes>,
     format: IdFormat,
 }
 
+/// The option a command takes beside `COUNT` and the form: `SHARD k` (`IDMINT.SNOWFLAKE`),
+/// `TAG t` (`IDMINT.DECODE`), or none (`IDMINT.NEXT`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Extra {
+    Nothing,
+    Shard,
+    Tag,
+}
+
 impl Session {
-    /// Reads `[COUNT n] [SHARD k] [FORMAT f] [PREFIX p] [WIDTH n]` (`SHARD` only when
-    /// `shard_allowed`; `PREFIX` and `WIDTH` only with a text form), in any
-    /// order, writing the error reply and returning `None` for anything else.
-    fn options(&self, args: &[Bytes], shard_allowed: bool, out: &mut BytesMut) -> Option<Options> {
+    /// Reads `[COUNT n] [SHARD k | TAG t] [FORMAT f] [PREFIX p] [WIDTH n]` (`SHARD` or `TAG`
+    /// as `extra` allows; `PREFIX` and `WIDTH` only with a text form), in any order, writing
+    /// the error reply and returning `None` for anything else.
+    fn options(&self, args: &[Bytes], extra: Extra, out: &mut BytesMut) -> Option<Options> {
         let mut options = Options {
             count: None,
             shard: None,
+            tag: None,
             format: self.format.clone(),
         };
         let (mut prefix, mut width) = (None, None);
@@ -37,7 +49,9 @@ impl Session {
             if option.eq_ignore_ascii_case(b"COUNT") {
                 let max = self.shared.options.max_count;
                 options.count = Some(reply::parse_count(out, value, "COUNT", max)?);
-            } else if shard_allowed && option.eq_ignore_ascii_case(b"SHARD") {
+            } else if extra == Extra::Tag && option.eq_ignore_ascii_case(b"TAG") {
+                options.tag = Some(value.clone());
+            } else if extra == Extra::Shard && option.eq_ignore_ascii_case(b"SHARD") {
                 let Some(k) = reply::parse_u64(value) else {
                     encode::error(out, NOT_AN_INTEGER);
                     return None;
@@ -122,7 +136,7 @@ impl Session {
     /// `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f [PREFIX p] [WIDTH n]]`.
     pub(super) async fn snowflake(&mut self, args: &[Bytes], out: &mut BytesMut) {
         let args = args.get(1..).unwrap_or_default();
-        let Some(options) = self.options(args, true, out) else {
+        let Some(options) = self.options(args, Extra::Shard, out) else {
             return;
         };
         let count = options.count;
@@ -156,7 +170,8 @@ impl Session {
         let Some(tag) = args.get(1) else {
             return wrong_arity(out, "idmint.next");
         };
-        let Some(options) = self.options(args.get(2..).unwrap_or_default(), false, out) else {
+        let Some(options) = self.options(args.get(2..).unwrap_or_default(), Extra::Nothing, out)
+        else {
             return;
         };
         let Some(count) = options.count else {
@@ -251,7 +266,7 @@ impl Session {
         };
         // `[FORMAT f [PREFIX p] [WIDTH n]]`, or the connection's format: the ID as that form
         // writes it.
-        let Some(options) = self.options(args.get(2..).unwrap_or_default(), false, out) else {
+        let Some(options) = self.options(args.get(2..).unwrap_or_default(), Extra::Tag, out) else {
             return;
         };
         if options.count.is_some() {
@@ -270,6 +285,9 @@ impl Session {
                 None => return encode::error(out, NOT_AN_INTEGER),
             },
         };
+        if let Some(raw) = &options.tag {
+            return self.decode_segment(id, raw, &options.format, out);
+        }
         let decoded = match self.shared.ids.decode(id) {
             Ok(decoded) => decoded,
             Err(error) => return reply::service_error(out, &error),
@@ -310,5 +328,32 @@ impl Session {
             encode::bulk(out, b"plain_id");
             encode::bulk(out, plain.as_bytes());
         }
+    }
+}
+
+impl Session {
+    /// `IDMINT.DECODE id TAG t`: a segment ID of tag `t`, as a map of `id`, `tag` and
+    /// `plain_id` (its number in the tag; the ID itself on a node that hands out plain IDs).
+    fn decode_segment(&mut self, id: u64, raw: &[u8], format: &IdFormat, out: &mut BytesMut) {
+        let tag = match std::str::from_utf8(raw)
+            .ok()
+            .and_then(|name| idmint_core::Tag::new(name).ok())
+        {
+            Some(tag) => tag,
+            None => {
+                let error = idmint_core::Error::InvalidTag {
+                    tag: String::from_utf8_lossy(raw).chars().take(128).collect(),
+                };
+                return reply::service_error(out, &error);
+            }
+        };
+        let plain = self.shared.ids.tag_publisher(&tag).restore(id);
+        encode::map_header(out, self.protocol, 3);
+        encode::bulk(out, b"id");
+        reply::id(out, id, format);
+        encode::bulk(out, b"tag");
+        encode::bulk(out, tag.as_str().as_bytes());
+        encode::bulk(out, b"plain_id");
+        reply::id(out, plain, &IdFormat::Integer);
     }
 }

@@ -9,7 +9,7 @@
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
 //! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of the last runs this connection took of `tag` was taken back, else 0 |
-//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted (then it needs the admin scope) |
+//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted (then it needs the admin scope); with `TAG t`, a segment ID of `t`: `id`, `tag`, `plain_id` |
 //! | `IDMINT.SPACE` | a map: the `layout`, `epoch_ms`, `datacenter` and `version` of the ID space this node hands out in, and `permuted` (1: no order, no runs) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
