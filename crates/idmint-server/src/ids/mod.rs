@@ -69,6 +69,21 @@ impl Publisher {
             None => public,
         }
     }
+
+    /// Whether IDs are permuted.
+    fn is_permuted(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The publisher of a sequence within this one (`domain`, `name`), with a permutation
+    /// derived from this one's; plain when this one is.
+    fn derive(&self, domain: &[u8], name: &[u8]) -> Publisher {
+        Publisher(
+            self.0
+                .as_ref()
+                .map(|permutation| Arc::new(permutation.derive(domain, name))),
+        )
+    }
 }
 
 /// The running ID service of one node.
@@ -84,9 +99,8 @@ pub struct Ids {
     max_wait: Duration,
     max_lead: Duration,
     clock: Arc<dyn Clock>,
-    /// The namespace's permutation, if IDs are handed out permuted.
-    permutation: Option<Permutation>,
-    /// How snowflakes are handed out: with the namespace's permutation.
+    /// How snowflakes are handed out: with the namespace's permutation, or plain. Each tag's
+    /// publisher is derived from it.
     snowflakes_out: Publisher,
 }
 
@@ -141,8 +155,7 @@ impl Ids {
             max_wait: config.snowflake.max_wait,
             max_lead: config.snowflake.max_lead,
             clock,
-            snowflakes_out: Publisher(config.permutation.clone().map(Arc::new)),
-            permutation: config.permutation,
+            snowflakes_out: Publisher(config.permutation.map(Arc::new)),
         }))
     }
 
@@ -160,18 +173,14 @@ impl Ids {
     /// could read every other tag's IDs off a list of its own), or plain. Two SipHash calls;
     /// a connection keeps it with the tag's buffer.
     pub fn tag_publisher(&self, tag: &Tag) -> Publisher {
-        Publisher(
-            self.permutation
-                .as_ref()
-                .map(|permutation| Arc::new(permutation.derive(b"tag", tag.as_str().as_bytes()))),
-        )
+        self.snowflakes_out.derive(b"tag", tag.as_str().as_bytes())
     }
 
     /// Whether IDs are handed out permuted: runs of consecutive IDs (`INCRBY n`,
     /// `IDMINT.RANGE`, segment leases) cannot be, since their public values are not
     /// consecutive.
     pub fn is_permuted(&self) -> bool {
-        self.permutation.is_some()
+        self.snowflakes_out.is_permuted()
     }
 
     /// Why a run of consecutive IDs is refused on a permuted namespace: the text of the
@@ -257,12 +266,12 @@ impl Ids {
             .spaces
             .decode(plain)
             .unwrap_or_else(|| self.layout.decode(plain));
-        match (decoded, &self.permutation) {
-            (Ok(decoded), Some(_)) => Ok(decoded.handed_out_as(id)),
-            (Ok(decoded), None) => Ok(decoded),
-            (Err(error), None) => Err(error),
+        match (decoded, self.is_permuted()) {
+            (Ok(decoded), true) => Ok(decoded.handed_out_as(id)),
+            (Ok(decoded), false) => Ok(decoded),
+            (Err(error), false) => Err(error),
             // The error would quote the plain value, as if the caller had sent it.
-            (Err(_), Some(_)) => Err(Error::InvalidArgument {
+            (Err(_), true) => Err(Error::InvalidArgument {
                 name: "id",
                 reason: format!(
                     "{id} is not a snowflake of this namespace (restored with its permutation, \
