@@ -123,6 +123,17 @@ impl Permutation {
         }
     }
 
+    /// The permutation of namespace `namespace` under this key: what a node's snowflakes are
+    /// handed out in, and what its tags' permutations derive from.
+    pub fn for_namespace(&self, namespace: &str) -> Self {
+        self.derive(b"namespace", namespace.as_bytes())
+    }
+
+    /// The permutation of `tag`'s segment IDs, from its namespace's.
+    pub fn for_tag(&self, tag: &crate::Tag) -> Self {
+        self.derive(b"tag", tag.as_str().as_bytes())
+    }
+
     /// Reads a key written as 32 hexadecimal digits (any case), with white space around it, as
     /// `idmint permutation-key` writes it. The error never quotes the text: it may be a key.
     pub fn from_hex(text: &str) -> Result<Self> {

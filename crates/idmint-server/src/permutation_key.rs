@@ -20,7 +20,7 @@ const MAX_FILE_BYTES: u64 = 4_096;
 /// the key, so a key reused for another namespace gives other values there). The error names
 /// the setting and the file, never the file's text.
 pub fn load(path: &Path, namespace: &str) -> Result<Permutation, ServerError> {
-    Ok(read_key(path)?.derive(b"namespace", namespace.as_bytes()))
+    Ok(read_key(path)?.for_namespace(namespace))
 }
 
 /// The key in the file at `path`.

@@ -87,9 +87,7 @@ pub fn run(
         .transpose()?;
     if let (Some(tag), Some(permutation)) = (&args.tag, &permutation) {
         let tag = idmint_core::Tag::new(tag).map_err(|e| InputError::new("--tag", e))?;
-        let plain = permutation
-            .derive(b"tag", tag.as_str().as_bytes())
-            .restore(id);
+        let plain = permutation.for_tag(&tag).restore(id);
         return write_segment(out, args.json, id, &tag, plain);
     }
     let plain = permutation.as_ref().map_or(id, |p| p.restore(id));

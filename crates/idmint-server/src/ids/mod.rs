@@ -75,13 +75,13 @@ impl Publisher {
         self.0.is_some()
     }
 
-    /// The publisher of a sequence within this one (`domain`, `name`), with a permutation
-    /// derived from this one's; plain when this one is.
-    fn derive(&self, domain: &[u8], name: &[u8]) -> Publisher {
+    /// The publisher of `tag`'s segment IDs, when this is the namespace's: its permutation
+    /// derived for the tag; plain when this one is.
+    fn for_tag(&self, tag: &Tag) -> Publisher {
         Publisher(
             self.0
                 .as_ref()
-                .map(|permutation| Arc::new(permutation.derive(domain, name))),
+                .map(|permutation| Arc::new(permutation.for_tag(tag))),
         )
     }
 }
@@ -173,7 +173,7 @@ impl Ids {
     /// could read every other tag's IDs off a list of its own), or plain. Two SipHash calls;
     /// a connection keeps it with the tag's buffer.
     pub fn tag_publisher(&self, tag: &Tag) -> Publisher {
-        self.snowflakes_out.derive(b"tag", tag.as_str().as_bytes())
+        self.snowflakes_out.for_tag(tag)
     }
 
     /// Whether IDs are handed out permuted: runs of consecutive IDs (`INCRBY n`,
