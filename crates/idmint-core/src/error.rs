@@ -234,6 +234,17 @@ pub enum Error {
         tag: String,
     },
 
+    /// A dated tag cannot hand out an ID now: its period's counter is used up, or the
+    /// store's clock is back in a period before IDs already handed out. Not retryable at
+    /// once: it lifts when the next period begins (or the clock catches up).
+    #[error("tag `{tag}`: {reason}")]
+    PeriodUnavailable {
+        /// The tag.
+        tag: String,
+        /// Which of the two, with the periods involved.
+        reason: String,
+    },
+
     /// The store's data is damaged (a corrupt SQLite page, PostgreSQL `data_corrupted`, a
     /// broken MySQL table file). Not retryable: the same call fails again, and other calls may
     /// read wrong data, so a node that sees it reports itself not ready until restarted. The

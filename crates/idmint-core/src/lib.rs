@@ -44,6 +44,7 @@
 
 pub mod backoff;
 pub mod clock;
+pub mod dating;
 pub mod error;
 pub mod form;
 pub mod id_space;
@@ -59,13 +60,14 @@ mod sync;
 
 pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SystemClock};
+pub use dating::{DatedForm, Dating, Period};
 pub use error::{Error, Result};
 pub use form::{IdForm, Radix};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 pub use permutation::Permutation;
 #[cfg(feature = "async")]
-pub use segment::{RangeSource, SegmentBuffer, SegmentConfig};
+pub use segment::{DatedBuffer, RangeSource, SegmentBuffer, SegmentConfig};
 pub use snowflake::{
     Fence, LocalSnowflakes, SnowflakeBatch, SnowflakeBuilder, SnowflakeConfig, SnowflakeGenerator,
 };

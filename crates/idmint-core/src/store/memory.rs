@@ -166,6 +166,7 @@ impl SegmentStore for MemoryStore {
             step: settings.step,
             description: settings.description.clone(),
             updated_at_ms: now,
+            dating: settings.dating,
         };
         state.tags.insert(tag.clone(), info.clone());
         Ok(info)

@@ -24,6 +24,7 @@ use async_trait::async_trait;
 #[cfg(feature = "async")]
 pub use self::memory::MemoryStore;
 pub use self::partition::{Partition, SetMembership, DEFAULT_BLOCK};
+use crate::dating::Dating;
 use crate::error::Result;
 use crate::id_space::IdSpaceRecord;
 use crate::tag::Tag;
@@ -51,8 +52,12 @@ pub struct TagSettings {
     pub step: u64,
     /// Free text for operators.
     pub description: String,
-    /// The first ID the tag will hand out (at least 1: an ID is never 0).
+    /// The first ID the tag will hand out (at least 1: an ID is never 0). Not used by a
+    /// dated tag, whose counter starts at 1 in every period.
     pub first_id: u64,
+    /// Makes the tag a dated sequence (see [`crate::dating`]): IDs composed of the period and a
+    /// counter that starts again each period. Fixed once the tag exists.
+    pub dating: Option<Dating>,
 }
 
 impl Default for TagSettings {
@@ -61,6 +66,7 @@ impl Default for TagSettings {
             step: 1_000,
             description: String::new(),
             first_id: 1,
+            dating: None,
         }
     }
 }
@@ -88,6 +94,9 @@ pub struct TagInfo {
     pub description: String,
     /// When the row last changed, in ms since the Unix epoch (store's clock).
     pub updated_at_ms: u64,
+    /// The tag's dating, when it is a dated sequence; its `max_id` is then a composed value.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub dating: Option<Dating>,
 }
 
 /// Atomic range allocation per tag.

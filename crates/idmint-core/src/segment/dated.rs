@@ -1,0 +1,476 @@
+//! The buffer of a dated tag (see [`crate::dating`]): a [`SegmentBuffer`] whose ranges are
+//! judged by the store's clock, replaced by a fresh one when the period it holds IDs of is
+//! over.
+//!
+//! Two pieces:
+//! - [`DatedRanges`], the range source: each allocation reads the store's clock, decides the
+//!   range with [`Dating::range_at`] (from `max(max_id, the period's first ID)`, cut at the
+//!   period's last counter) and takes it with a compare-and-set of `max_id`. `max_id` only
+//!   grows, so no composed ID is handed out twice, whatever the clocks do; a node whose
+//!   reading of the store's clock is late gets a range of the period the store was in when it
+//!   read, or loses the compare-and-set to a node that already moved `max_id` on, and reads
+//!   again.
+//! - [`DatedBuffer`], which hands IDs out of a segment buffer over that source, and checks each
+//!   against the period this node believes the store's clock is in (its own clock plus the
+//!   offset measured at the last allocation). An ID of an earlier period (the buffer still held
+//!   IDs of yesterday at midnight) is dropped, and the buffer is replaced by a fresh one whose
+//!   first range is judged by the store's clock again; the ranges the old one held are left
+//!   unused (a gap in a period that is over). The check on the hot path is a clock load and
+//!   two comparisons.
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use tokio::runtime::Handle;
+
+use super::{RangeSource, SegmentBuffer, SegmentConfig};
+use crate::clock::Clock;
+use crate::dating::Dating;
+use crate::error::{Error, Result};
+use crate::store::{SegmentStore, WorkerLeases, ALLOCATE_ROUNDS};
+use crate::tag::Tag;
+
+/// How many buffers one call may go through before it takes the ID it got: a fresh buffer's
+/// range was judged by the store's clock a moment ago, which is the boundary's definition.
+const FRESH_BUFFERS: usize = 3;
+
+/// This node's view of the store's clock between readings, and the period it puts the store
+/// in, cached for the hot path.
+#[derive(Debug, Default)]
+struct StoreTime {
+    /// The store's clock minus this node's, measured at the last allocation.
+    offset_ms: AtomicI64,
+    /// Bumped by every measurement, so a cache computed with an older offset is recomputed.
+    measured: AtomicU64,
+    /// The smallest ID of the period the store is in by this node's estimate: IDs below it
+    /// belong to a period that is over.
+    floor: AtomicU64,
+    /// Until when (this node's clock, ms) `floor` holds; 0 until computed, and after each
+    /// measurement.
+    valid_until_ms: AtomicU64,
+}
+
+impl StoreTime {
+    /// Records a reading `store_ms` of the store's clock taken between this node's readings
+    /// `before_ms` and `after_ms`.
+    fn measure(&self, store_ms: u64, before_ms: u64, after_ms: u64) {
+        let midpoint = before_ms / 2 + after_ms / 2;
+        let offset = i128::from(store_ms) - i128::from(midpoint);
+        let offset = offset.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
+        self.offset_ms.store(offset, Ordering::Relaxed);
+        self.measured.fetch_add(1, Ordering::AcqRel);
+        self.valid_until_ms.store(0, Ordering::Release);
+    }
+
+    /// The store's clock by this node's estimate, when this node's reads `now_ms`.
+    fn store_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_add_signed(self.offset_ms.load(Ordering::Relaxed))
+    }
+}
+
+/// The range source of a dated tag: see the module documentation.
+#[derive(Debug)]
+pub struct DatedRanges {
+    segments: Arc<dyn SegmentStore>,
+    /// For the store's clock.
+    leases: Arc<dyn WorkerLeases>,
+    clock: Arc<dyn Clock>,
+    dating: Dating,
+    time: Arc<StoreTime>,
+}
+
+#[async_trait]
+impl RangeSource for DatedRanges {
+    async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        for _ in 0..ALLOCATE_ROUNDS {
+            let before = self.clock.now_ms();
+            let store_ms = self.leases.clock_ms().await?;
+            let after = self.clock.now_ms();
+            self.time.measure(store_ms, before, after);
+            let info = self
+                .segments
+                .tag_info(tag)
+                .await?
+                .ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+            if info.dating != Some(self.dating) {
+                return Err(Error::store_invalid(format!(
+                    "tag `{tag}` was served as {} but the store now holds it as {}: restart \
+                     the node",
+                    self.dating,
+                    info.dating
+                        .map_or_else(|| "a plain sequence".to_owned(), |d| d.to_string())
+                )));
+            }
+            let range = self
+                .dating
+                .range_at(tag.as_str(), info.max_id, step, store_ms)?;
+            if self
+                .segments
+                .compare_and_set_max_id(tag, info.max_id, range.end)
+                .await?
+            {
+                return Ok(range);
+            }
+        }
+        Err(Error::store_conflict(format!(
+            "allocating a range of dated tag `{tag}`: {ALLOCATE_ROUNDS} rounds lost to other nodes"
+        )))
+    }
+
+    async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
+        self.segments.give_back(tag, unused).await
+    }
+}
+
+/// The buffer of one dated tag: see the module documentation.
+#[derive(Debug)]
+pub struct DatedBuffer {
+    tag: Tag,
+    dating: Dating,
+    current: ArcSwap<SegmentBuffer>,
+    source: Arc<DatedRanges>,
+    clock: Arc<dyn Clock>,
+    config: SegmentConfig,
+    runtime: Handle,
+    time: Arc<StoreTime>,
+}
+
+impl DatedBuffer {
+    /// A buffer for the dated tag `tag` (its `dating` as the store holds it), taking ranges
+    /// from `segments` judged by the clock of `leases` (the same store). No I/O happens here.
+    pub fn new(
+        tag: Tag,
+        dating: Dating,
+        segments: Arc<dyn SegmentStore>,
+        leases: Arc<dyn WorkerLeases>,
+        clock: Arc<dyn Clock>,
+        config: SegmentConfig,
+        runtime: Handle,
+    ) -> Arc<Self> {
+        let time = Arc::new(StoreTime::default());
+        let source = Arc::new(DatedRanges {
+            segments,
+            leases,
+            clock: Arc::clone(&clock),
+            dating,
+            time: Arc::clone(&time),
+        });
+        let first = Self::buffer_over(&tag, &source, &clock, &config, &runtime);
+        Arc::new(Self {
+            tag,
+            dating,
+            current: ArcSwap::new(first),
+            source,
+            clock,
+            config,
+            runtime,
+            time,
+        })
+    }
+
+    fn buffer_over(
+        tag: &Tag,
+        source: &Arc<DatedRanges>,
+        clock: &Arc<dyn Clock>,
+        config: &SegmentConfig,
+        runtime: &Handle,
+    ) -> Arc<SegmentBuffer> {
+        let source: Arc<dyn RangeSource> = Arc::clone(source) as Arc<dyn RangeSource>;
+        SegmentBuffer::with_source(
+            tag.clone(),
+            source,
+            Arc::clone(clock),
+            config.clone(),
+            runtime.clone(),
+        )
+    }
+
+    /// The tag.
+    pub fn tag(&self) -> &Tag {
+        &self.tag
+    }
+
+    /// How the tag's IDs are dated and shown.
+    pub fn dating(&self) -> &Dating {
+        &self.dating
+    }
+
+    /// The segment buffer in use now, for gauges and for shutdown.
+    pub fn current(&self) -> Arc<SegmentBuffer> {
+        self.current.load_full()
+    }
+
+    /// The next ID if one of the current period is in memory; `None` sends the caller to
+    /// [`next`](Self::next) (which replaces a buffer left with IDs of a period that is over).
+    #[inline]
+    pub fn try_next(&self) -> Option<u64> {
+        let now = self.clock.now_ms();
+        if now >= self.time.valid_until_ms.load(Ordering::Acquire) {
+            return None;
+        }
+        let id = self.current.load().try_next()?;
+        (id >= self.time.floor.load(Ordering::Acquire)).then_some(id)
+    }
+
+    /// The next ID, as [`SegmentBuffer::next`], of the period the store's clock is in.
+    pub async fn next(&self) -> Result<u64> {
+        self.serve(|buffer| async move { buffer.next().await }, |id| Some(*id))
+            .await
+    }
+
+    /// `n` IDs as ascending runs, as [`SegmentBuffer::next_many`], of the period the store's
+    /// clock is in (a batch that straddles the boundary may end in the next one).
+    pub async fn next_many(&self, n: u64) -> Result<Vec<Range<u64>>> {
+        self.serve(
+            |buffer| async move { buffer.next_many(n).await },
+            |runs| runs.first().map(|run| run.start),
+        )
+        .await
+    }
+
+    /// `n` consecutive IDs, as [`SegmentBuffer::take_contiguous`], of the period the store's
+    /// clock is in.
+    pub async fn take_contiguous(&self, n: u64) -> Result<Range<u64>> {
+        self.serve(
+            |buffer| async move { buffer.take_contiguous(n).await },
+            |run| Some(run.start),
+        )
+        .await
+    }
+
+    /// Passes a new step to the current buffer and the ones after it.
+    pub fn set_min_step(&self, step: u64) {
+        self.current.load().set_min_step(step);
+    }
+
+    /// Gives the current buffer's unused tail back (see [`SegmentBuffer::shutdown`]).
+    pub async fn shutdown(&self) -> Result<bool> {
+        self.current.load_full().shutdown().await
+    }
+
+    /// Takes IDs with `take` from the current buffer until the first of them (`first`)
+    /// belongs to the period the store is in by this node's estimate, replacing the buffer
+    /// when it does not.
+    async fn serve<T, F, Fut>(&self, take: F, first: impl Fn(&T) -> Option<u64>) -> Result<T>
+    where
+        F: Fn(Arc<SegmentBuffer>) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut fresh = 0;
+        loop {
+            let buffer = self.current.load_full();
+            let taken = take(Arc::clone(&buffer)).await?;
+            let floor = self.floor()?;
+            match first(&taken) {
+                Some(id) if id < floor && fresh < FRESH_BUFFERS => {
+                    fresh += 1;
+                    self.replace(&buffer);
+                }
+                _ => return Ok(taken),
+            }
+        }
+    }
+
+    /// The smallest ID of the period the store is in by this node's estimate, recomputing the
+    /// hot path's cache when it ran out or the offset was measured again.
+    fn floor(&self) -> Result<u64> {
+        let now = self.clock.now_ms();
+        if now < self.time.valid_until_ms.load(Ordering::Acquire) {
+            return Ok(self.time.floor.load(Ordering::Acquire));
+        }
+        let measured = self.time.measured.load(Ordering::Acquire);
+        let store_now = self.time.store_ms(now);
+        let span = self.dating.period_at(store_now)?;
+        let floor = self.dating.compose(span.key, 1);
+        // The period's end on this node's clock.
+        let until = now.saturating_add(span.ends_ms.saturating_sub(store_now));
+        self.time.floor.store(floor, Ordering::Release);
+        self.time.valid_until_ms.store(until, Ordering::Release);
+        if self.time.measured.load(Ordering::Acquire) != measured {
+            // Measured meanwhile: the next call computes again with the new offset.
+            self.time.valid_until_ms.store(0, Ordering::Release);
+        }
+        Ok(floor)
+    }
+
+    /// Replaces `stale` (if it is still current) with a fresh buffer, whose first range the
+    /// store judges by its clock.
+    fn replace(&self, stale: &Arc<SegmentBuffer>) {
+        let fresh = Self::buffer_over(
+            &self.tag,
+            &self.source,
+            &self.clock,
+            &self.config,
+            &self.runtime,
+        );
+        fresh.set_min_step(stale.min_step());
+        // Another call may have replaced it already: then its fresh buffer stays. The stale
+        // one is dropped with its ranges (a gap in a period that is over); a fetch it had in
+        // flight gives its range back when it ends.
+        self.current.compare_and_swap(stale, fresh);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::collections::HashSet;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::dating::{DatedForm, Period};
+    use crate::store::{MemoryStore, TagSettings};
+
+    /// 2026-11-23T23:59:59Z.
+    const LAST_SECOND: u64 = 1_795_478_399_000;
+
+    fn daily(digits: u32) -> Dating {
+        Dating::new(Period::Day, chrono_tz::Tz::UTC, digits, DatedForm::Text).unwrap()
+    }
+
+    /// A store whose clock is `store_clock`, with dated tag `orders`.
+    async fn store(store_clock: &Arc<ManualClock>, dating: Dating) -> (Arc<MemoryStore>, Tag) {
+        let store = Arc::new(MemoryStore::new(store_clock.clone()));
+        let tag = Tag::new("orders").unwrap();
+        let settings = TagSettings {
+            step: 10,
+            dating: Some(dating),
+            ..TagSettings::default()
+        };
+        store.create_tag(&tag, &settings).await.unwrap();
+        (store, tag)
+    }
+
+    fn node(store: &Arc<MemoryStore>, tag: &Tag, clock: &Arc<ManualClock>) -> Arc<DatedBuffer> {
+        let dating = daily(6);
+        DatedBuffer::new(
+            tag.clone(),
+            dating,
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            SegmentConfig {
+                min_step: 10,
+                max_step: 100,
+                ..SegmentConfig::default()
+            },
+            Handle::current(),
+        )
+    }
+
+    async fn take(buffer: &DatedBuffer) -> u64 {
+        match buffer.try_next() {
+            Some(id) => id,
+            None => buffer.next().await.unwrap(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn ids_start_again_at_the_store_s_midnight() {
+        let clock = ManualClock::shared(LAST_SECOND);
+        let (store, tag) = store(&clock, daily(6)).await;
+        let buffer = node(&store, &tag, &clock);
+        let today = take_many(&buffer, 5).await;
+        assert_eq!(
+            today,
+            (1..=5).map(|c| 20261123_000000 + c).collect::<Vec<_>>()
+        );
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(buffer.try_next(), None, "the cache ends with the period");
+        assert_eq!(take(&buffer).await, 20261124_000001);
+        assert_eq!(take(&buffer).await, 20261124_000002);
+        let text = daily(6).text(20261124_000002);
+        assert_eq!(text, "20261124-000002");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_node_whose_clock_lags_dates_by_the_store_s_clock() {
+        let store_clock = ManualClock::shared(LAST_SECOND);
+        let (store, tag) = store(&store_clock, daily(6)).await;
+        let lagging = ManualClock::shared(LAST_SECOND - 5_000);
+        let ahead = ManualClock::shared(LAST_SECOND + 5_000);
+        let (a, b) = (node(&store, &tag, &lagging), node(&store, &tag, &ahead));
+        let mut seen = HashSet::new();
+        for step in 0..40u64 {
+            // 100 ms a step: the store passes midnight at step 10.
+            let store_now = store_clock.now_ms();
+            let key = daily(6).period_at(store_now).unwrap().key;
+            for buffer in [&a, &b] {
+                let id = take(buffer).await;
+                assert!(seen.insert(id), "{id} twice");
+                assert_eq!(
+                    id / 1_000_000,
+                    key,
+                    "step {step}: {id} at store time {store_now}"
+                );
+            }
+            for clock in [&store_clock, &lagging, &ahead] {
+                clock.advance(Duration::from_millis(100));
+            }
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_period_refuses_until_the_next_one() {
+        let clock = ManualClock::shared(LAST_SECOND);
+        let (store, tag) = store(&clock, daily(1)).await;
+        let buffer = DatedBuffer::new(
+            tag.clone(),
+            daily(1),
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            SegmentConfig::with_min_step(4),
+            Handle::current(),
+        );
+        let ids: Vec<u64> = take_many(&buffer, 9).await;
+        assert_eq!(ids, (1..=9).map(|c| 202611230 + c).collect::<Vec<_>>());
+        let full = buffer.next().await.unwrap_err();
+        assert!(matches!(full, Error::PeriodUnavailable { .. }), "{full}");
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(buffer.next().await.unwrap(), 202611241);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_clock_that_steps_back_a_day_reissues_nothing() {
+        let clock = ManualClock::shared(LAST_SECOND + 1_000);
+        let (store, tag) = store(&clock, daily(6)).await;
+        let buffer = node(&store, &tag, &clock);
+        let mut seen = HashSet::new();
+        for _ in 0..25 {
+            assert!(seen.insert(take(&buffer).await));
+        }
+        clock.step_back(Duration::from_secs(3_600));
+        // What is in memory is still handed out; the store refuses yesterday's ranges.
+        let mut refused = false;
+        for _ in 0..200 {
+            match buffer.try_next() {
+                Some(id) => assert!(seen.insert(id), "{id} twice"),
+                None => match buffer.next().await {
+                    Ok(id) => assert!(seen.insert(id), "{id} twice"),
+                    Err(error) => {
+                        assert!(error.to_string().contains("went back"), "{error}");
+                        refused = true;
+                        break;
+                    }
+                },
+            }
+        }
+        assert!(refused);
+        assert!(seen.iter().all(|id| id / 1_000_000 == 20261124));
+    }
+
+    async fn take_many(buffer: &DatedBuffer, n: usize) -> Vec<u64> {
+        let mut ids = Vec::new();
+        for _ in 0..n {
+            ids.push(take(buffer).await);
+        }
+        ids
+    }
+}
