@@ -474,6 +474,8 @@ impl serde::Serialize for Dating {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     fn dating(period: Period, zone: &str, digits: u32) -> Dating {

@@ -245,6 +245,18 @@ pub enum Error {
         reason: String,
     },
 
+    /// A run of a dated tag's IDs for a client to keep (`IDMINT.RANGE`, a segment lease) was
+    /// asked for: the client would hand its IDs out after the period ended, dated wrong. Not
+    /// retryable; the client takes IDs as it needs them instead.
+    #[error(
+        "tag `{tag}` is dated: a range kept by a client would outlive its period; take IDs as \
+         they are needed (IDMINT.NEXT tag [COUNT n], GET /v1/segment/{tag}?count=n)"
+    )]
+    DatedRangeRefused {
+        /// The tag.
+        tag: String,
+    },
+
     /// The store's data is damaged (a corrupt SQLite page, PostgreSQL `data_corrupted`, a
     /// broken MySQL table file). Not retryable: the same call fails again, and other calls may
     /// read wrong data, so a node that sees it reports itself not ready until restarted. The

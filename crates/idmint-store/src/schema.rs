@@ -11,11 +11,14 @@
 //! every backend, where MySQL's `ADD COLUMN` cannot, and MySQL commits DDL at once, so its
 //! migrations must be safe to run twice. An idmint from before version 4 refuses the store, so
 //! no node that would ignore a permutation key is left on it.
+//!
+//! Version 5 adds `{ns}_tag_dates`, the dating of each dated tag (`day:6:text:UTC`), for the
+//! same reasons: a node from before it would hand a dated tag's IDs out undated.
 
 use crate::{Error, Result};
 
 /// The schema version this binary writes.
-pub(crate) const LATEST: i64 = 4;
+pub(crate) const LATEST: i64 = 5;
 
 /// The columns of the ID-space table (version 2), as written.
 pub(crate) const ID_SPACE_COLUMNS: &str =

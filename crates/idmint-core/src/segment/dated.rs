@@ -142,6 +142,11 @@ pub struct DatedBuffer {
 impl DatedBuffer {
     /// A buffer for the dated tag `tag` (its `dating` as the store holds it), taking ranges
     /// from `segments` judged by the clock of `leases` (the same store). No I/O happens here.
+    ///
+    /// Ranges are the tag's step (`config.min_step`), larger only for a batch that needs more:
+    /// the adaptive step of plain tags (`target_lifetime`) is off. A period's counters are
+    /// finite and read by people, and a range that grew to the traffic of 15 minutes would
+    /// leave large gaps in them, or take a busy day's last counters from every other node.
     pub fn new(
         tag: Tag,
         dating: Dating,
@@ -151,6 +156,10 @@ impl DatedBuffer {
         config: SegmentConfig,
         runtime: Handle,
     ) -> Arc<Self> {
+        let config = SegmentConfig {
+            target_lifetime: std::time::Duration::ZERO,
+            ..config
+        };
         let time = Arc::new(StoreTime::default());
         let source = Arc::new(DatedRanges {
             segments,
@@ -379,13 +388,15 @@ mod tests {
         let today = take_many(&buffer, 5).await;
         assert_eq!(
             today,
-            (1..=5).map(|c| 20261123_000000 + c).collect::<Vec<_>>()
+            (1..=5)
+                .map(|c| daily(6).compose(20261123, c))
+                .collect::<Vec<_>>()
         );
         clock.advance(Duration::from_secs(1));
         assert_eq!(buffer.try_next(), None, "the cache ends with the period");
-        assert_eq!(take(&buffer).await, 20261124_000001);
-        assert_eq!(take(&buffer).await, 20261124_000002);
-        let text = daily(6).text(20261124_000002);
+        assert_eq!(take(&buffer).await, daily(6).compose(20261124, 1));
+        assert_eq!(take(&buffer).await, daily(6).compose(20261124, 2));
+        let text = daily(6).text(daily(6).compose(20261124, 2));
         assert_eq!(text, "20261124-000002");
     }
 

@@ -8,7 +8,7 @@ use axum::Json;
 use idmint_core::segment::MAX_SEGMENT_LEN;
 use idmint_core::store::Partition;
 use idmint_core::store::{TagInfo, TagSettings, TagUpdate, MAX_SEGMENT_ID};
-use idmint_core::{Error, Tag};
+use idmint_core::{DatedForm, Dating, Error, Tag};
 use serde::{Deserialize, Serialize};
 
 use super::errors::ApiError;
@@ -27,6 +27,9 @@ struct TagView {
     step: u64,
     description: String,
     updated_at_ms: u64,
+    /// A dated tag's period, zone, counter digits and form.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dating: Option<Dating>,
 }
 
 impl From<TagInfo> for TagView {
@@ -37,6 +40,7 @@ impl From<TagInfo> for TagView {
             step: info.step,
             description: info.description,
             updated_at_ms: info.updated_at_ms,
+            dating: info.dating,
         }
     }
 }
@@ -67,9 +71,56 @@ pub(crate) struct TagBody {
     description: Option<String>,
     /// Only when the tag is created.
     first_id: Option<u64>,
+    /// Makes a new tag dated: `day`, `month` or `year`. Only when the tag is created, like
+    /// the three after it.
+    period: Option<String>,
+    /// The IANA zone a dated tag's periods are judged in (default `UTC`).
+    time_zone: Option<String>,
+    /// Digits of a dated tag's counter (default 6).
+    digits: Option<u32>,
+    /// How a dated tag's IDs are shown: `text` (default, `20261123-000042`) or `numeric`.
+    form: Option<String>,
 }
 
+/// A dated tag's counter digits when none are given.
+const DEFAULT_DIGITS: u32 = 6;
+
 impl TagBody {
+    /// The dating asked for, if any: refused, naming the field, when a part is bad or is given
+    /// without `period`.
+    fn dating(&self) -> Result<Option<Dating>, ApiError> {
+        let Some(period) = &self.period else {
+            let stray = [
+                ("time_zone", self.time_zone.is_some()),
+                ("digits", self.digits.is_some()),
+                ("form", self.form.is_some()),
+            ];
+            return match stray.iter().find(|(_, given)| *given) {
+                Some((name, _)) => Err(ApiError::bad_request(
+                    "invalid_dating",
+                    format!("`{name}` makes sense only with `period` (day, month or year)"),
+                )),
+                None => Ok(None),
+            };
+        };
+        let dated = || -> idmint_core::Result<Dating> {
+            let zone = Dating::zone(self.time_zone.as_deref().unwrap_or("UTC"))?;
+            let form = match &self.form {
+                Some(form) => form.parse()?,
+                None => DatedForm::Text,
+            };
+            Dating::new(
+                period.parse()?,
+                zone,
+                self.digits.unwrap_or(DEFAULT_DIGITS),
+                form,
+            )
+        };
+        dated()
+            .map(Some)
+            .map_err(|error| ApiError::bad_request("invalid_dating", error.to_string()))
+    }
+
     fn validate(&self) -> Result<(), ApiError> {
         if let Some(step) = self.step {
             if !(1..=MAX_SEGMENT_LEN).contains(&step) {
@@ -108,6 +159,10 @@ pub(crate) async fn put_tag(
     JsonBody(body): JsonBody<TagBody>,
 ) -> Result<Response, ApiError> {
     body.validate()?;
+    let dating = body.dating()?;
+    if dating.is_some() {
+        refuse_dated(&state, &body)?;
+    }
     let store = &state.ids.store().segments;
     if store.tag_info(&tag).await?.is_none() {
         let defaults = TagSettings::default();
@@ -115,6 +170,7 @@ pub(crate) async fn put_tag(
             step: body.step.unwrap_or(defaults.step),
             description: body.description.clone().unwrap_or_default(),
             first_id: body.first_id.unwrap_or(defaults.first_id),
+            dating,
         };
         match store.create_tag(&tag, &settings).await {
             Ok(info) => return Ok((StatusCode::CREATED, Json(TagView::from(info))).into_response()),
@@ -123,11 +179,11 @@ pub(crate) async fn put_tag(
             Err(error) => return Err(error.into()),
         }
     }
-    if body.first_id.is_some() {
+    if let Some(field) = body.creation_only() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "tag_exists",
-            format!("tag `{tag}` already exists: `first_id` can only be set when it is created"),
+            format!("tag `{tag}` already exists: `{field}` can only be set when it is created"),
         ));
     }
     let update = TagUpdate {
@@ -146,6 +202,37 @@ pub(crate) async fn put_tag(
     // when they next build the tag's buffer.
     state.ids.segments().set_step(&tag, info.step);
     Ok(Json(TagView::from(info)).into_response())
+}
+
+impl TagBody {
+    /// The first field given that only a new tag takes.
+    fn creation_only(&self) -> Option<&'static str> {
+        [
+            ("first_id", self.first_id.is_some()),
+            ("period", self.period.is_some()),
+            ("time_zone", self.time_zone.is_some()),
+            ("digits", self.digits.is_some()),
+            ("form", self.form.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
+}
+
+/// Refuses a dated tag where it cannot be served: on a permuted namespace (the permutation
+/// would hide the date it exists to show), on a store set (each store would count the period
+/// on its own), or with `first_id` (a dated tag counts from 1 every period).
+fn refuse_dated(state: &AppState, body: &TagBody) -> Result<(), ApiError> {
+    let reason = if state.ids.is_permuted() {
+        "this namespace hands out its IDs permuted, which would hide the date of a dated tag"
+    } else if state.ids.store().set.is_some() {
+        "a dated tag needs a single store: a store set cannot date its IDs"
+    } else if body.first_id.is_some() {
+        "a dated tag's counter starts at 1 every period: `first_id` does not apply"
+    } else {
+        return Ok(());
+    };
+    Err(ApiError::bad_request("invalid_dating", reason))
 }
 
 /// `GET /v1/workers` → `{"workers": [...], "node": {"worker_id": n, "held": bool}}`: every worker

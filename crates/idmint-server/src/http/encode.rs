@@ -67,6 +67,33 @@ pub(crate) fn ids_json_in(
     out.into_bytes()
 }
 
+/// `{"ids":[...]}` with each of a dated tag's IDs in its text form (`20261123-000042`: digits
+/// and a dash, nothing to escape).
+pub(crate) fn dated_json(
+    ids: impl Iterator<Item = u64>,
+    count: u64,
+    dating: &idmint_core::Dating,
+) -> Vec<u8> {
+    let width = dating.period().key_digits() as usize + dating.digits() as usize + 3;
+    let mut out = String::with_capacity(
+        usize::try_from(count)
+            .unwrap_or(0)
+            .saturating_mul(width)
+            .saturating_add(12),
+    );
+    out.push_str("{\"ids\":[");
+    for (i, id) in ids.enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(&dating.text(id));
+        out.push('"');
+    }
+    out.push_str("]}");
+    out.into_bytes()
+}
+
 /// `{"start":"S","end":"E"}`.
 pub(crate) fn range_json(start: u64, end: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 * MAX_DIGITS + 24);

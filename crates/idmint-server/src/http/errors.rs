@@ -81,6 +81,8 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
         Error::TagExists(_) => (StatusCode::CONFLICT, "tag_exists"),
         Error::TagExhausted { .. } => (StatusCode::CONFLICT, "tag_exhausted"),
+        Error::DatedRangeRefused { .. } => (StatusCode::CONFLICT, "dated"),
+        Error::PeriodUnavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "period_unavailable"),
         Error::TooManyTags { .. } => (StatusCode::CONFLICT, "too_many_tags"),
         Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),

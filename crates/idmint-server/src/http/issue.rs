@@ -9,6 +9,8 @@ use super::encode;
 use super::errors::ApiError;
 use super::params::{CountQuery, DecodeQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
 use super::state::AppState;
+use idmint_core::DatedForm;
+
 use crate::ids::Ids;
 use crate::telemetry;
 
@@ -30,15 +32,23 @@ pub(crate) async fn snowflake(
     )))
 }
 
-/// `GET /v1/segment/{tag}?count=N` → `{"ids": ["..."]}`, ascending.
+/// `GET /v1/segment/{tag}?count=N` → `{"ids": ["..."]}`, ascending; a dated tag's in its form
+/// (`20261123-000042`) unless `format` asks for another.
 pub(crate) async fn segment(
     State(state): State<AppState>,
     TagPath(tag): TagPath,
     Params(query): Params<CountQuery>,
 ) -> Result<Response, ApiError> {
     let count = state.count(query.count)?;
-    let runs = state.ids.segment_ids(&tag, count).await?;
+    let buffer = state.ids.segments().buffer(&tag).await?;
+    let runs = buffer.next_many(count).await?;
     telemetry::record_segment(&tag, count);
+    if let (Some(dating), None) = (buffer.dating(), &query.form) {
+        if dating.form() == DatedForm::Text {
+            let ids = runs.into_iter().flatten();
+            return Ok(encode::json(encode::dated_json(ids, count, dating)));
+        }
+    }
     let publisher = state.ids.tag_publisher(&tag);
     Ok(encode::json(encode::ids_json_in(
         runs.into_iter().flatten().map(|id| publisher.publish(id)),
@@ -62,7 +72,7 @@ pub(crate) async fn lease(
             Ids::RUNS_REFUSED,
         ));
     }
-    let run = state.ids.segment_run(&tag, size).await?;
+    let run = state.ids.segment_lease(&tag, size).await?;
     if run.end.saturating_sub(run.start) != size {
         return Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -78,12 +88,32 @@ pub(crate) async fn lease(
 }
 
 /// `GET /v1/decode/{id}` → the ID taken apart with this node's layout; with `tag=T`, the
-/// segment ID of `T` it was handed out for (`{"id", "tag", "plain_id"}`).
+/// segment ID of `T` it was handed out for (`{"id", "tag", "plain_id"}`), or for a dated tag
+/// its period and counter (`{"id", "tag", "text", "period", "counter"}`, the ID given in
+/// either form).
 pub(crate) async fn decode(
     State(state): State<AppState>,
     IdText(text): IdText,
     Params(query): Params<DecodeQuery>,
 ) -> Result<Response, ApiError> {
+    if let Some(tag) = &query.tag {
+        let info = state.ids.store().segments.tag_info(tag).await?;
+        if let Some(dating) = info.and_then(|info| info.dating) {
+            let id = match &query.form {
+                Some(form) => form.decode(&text)?,
+                None => dating.read(&text)?,
+            };
+            let (key, counter) = dating.split(id);
+            return Ok(Json(serde_json::json!({
+                "id": id.to_string(),
+                "tag": tag.as_str(),
+                "text": dating.text(id),
+                "period": key.to_string(),
+                "counter": counter,
+            }))
+            .into_response());
+        }
+    }
     let id = match &query.form {
         Some(form) => form.decode(&text)?,
         None => super::params::parse_id(&text)?,

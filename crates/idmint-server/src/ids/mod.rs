@@ -7,6 +7,7 @@
 mod corruption;
 mod lease_keeper;
 mod segments;
+mod tag_buffer;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use crate::id_space::{self, SpaceLayouts};
 pub use self::corruption::CorruptionLatch;
 pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
+pub use self::tag_buffer::TagBuffer;
 
 /// Everything the ID service is configured with.
 #[derive(Debug, Clone)]
@@ -141,6 +143,7 @@ impl Ids {
         tokio::spawn(Arc::clone(&keeper).run());
         let segments = SegmentRegistry::new(
             Arc::clone(&store.segments),
+            Arc::clone(&store.leases),
             Arc::clone(&clock),
             config.segments.clone(),
             tokio::runtime::Handle::current(),
@@ -251,9 +254,15 @@ impl Ids {
         self.segments.next_many(tag, count).await
     }
 
-    /// `count` consecutive segment IDs of `tag`.
-    pub async fn segment_run(&self, tag: &Tag, count: u64) -> Result<Range<u64>> {
-        self.segments.take_contiguous(tag, count).await
+    /// `count` consecutive segment IDs of `tag` for a client to hand out later (a lease):
+    /// refused for a dated tag, whose IDs the client would hand out past their period.
+    pub async fn segment_lease(&self, tag: &Tag, count: u64) -> Result<Range<u64>> {
+        match self.segments.buffer(tag).await? {
+            TagBuffer::Plain(buffer) => buffer.take_contiguous(count).await,
+            TagBuffer::Dated(_) => Err(Error::DatedRangeRefused {
+                tag: tag.to_string(),
+            }),
+        }
     }
 
     /// Takes a snowflake apart with the layout of the ID space that issued it: this node's

@@ -4,16 +4,20 @@
 //! first time takes the slow path: its row is read from the store (or created, when
 //! `auto_create_tags` allows) so the buffer starts with the tag's step. First uses of different
 //! tags run at once (each waits only for its own store calls); two first uses of one tag share
-//! one. At most `max_tags` tags are served: one more is refused before the store is asked.
+//! one. At most `max_tags` tags are served: one more is refused before the store is asked. A
+//! dated tag (its row says so) gets a [`DatedBuffer`] instead, over the same store and its
+//! clock.
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::{Arc, Mutex as StdMutex, PoisonError, RwLock};
 
-use idmint_core::store::{SegmentStore, TagSettings};
-use idmint_core::{Clock, Error, Result, SegmentBuffer, SegmentConfig, Tag};
+use idmint_core::store::{SegmentStore, TagInfo, TagSettings, WorkerLeases};
+use idmint_core::{Clock, DatedBuffer, Error, Result, SegmentBuffer, SegmentConfig, Tag};
 use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
+
+use super::tag_buffer::TagBuffer;
 
 /// Tails given back at once at shutdown.
 const GIVE_BACK_AT_ONCE: usize = 32;
@@ -47,10 +51,12 @@ impl Default for SegmentOptions {
 #[derive(Debug)]
 pub struct SegmentRegistry {
     store: Arc<dyn SegmentStore>,
+    /// The same store's clock, which dated tags' periods are judged by.
+    leases: Arc<dyn WorkerLeases>,
     clock: Arc<dyn Clock>,
     options: SegmentOptions,
     runtime: Handle,
-    buffers: RwLock<HashMap<Tag, Arc<SegmentBuffer>>>,
+    buffers: RwLock<HashMap<Tag, TagBuffer>>,
     /// Tags on their first use: one cell per tag, so a tag never gets two buffers while
     /// different tags load at once.
     loading: StdMutex<LoadingCells>,
@@ -60,12 +66,14 @@ impl SegmentRegistry {
     /// An empty registry; buffers run their fetches on `runtime`.
     pub fn new(
         store: Arc<dyn SegmentStore>,
+        leases: Arc<dyn WorkerLeases>,
         clock: Arc<dyn Clock>,
         options: SegmentOptions,
         runtime: Handle,
     ) -> Self {
         Self {
             store,
+            leases,
             clock,
             options,
             runtime,
@@ -79,11 +87,6 @@ impl SegmentRegistry {
         self.buffer(tag).await?.next_many(n).await
     }
 
-    /// `n` consecutive IDs of `tag` (Redis `INCRBY`, leases to clients).
-    pub async fn take_contiguous(&self, tag: &Tag, n: u64) -> Result<Range<u64>> {
-        self.buffer(tag).await?.take_contiguous(n).await
-    }
-
     /// Passes a tag's new step to its running buffer, if this node has one: the next fetches
     /// use it.
     pub fn set_step(&self, tag: &Tag, step: u64) {
@@ -92,14 +95,15 @@ impl SegmentRegistry {
         }
     }
 
-    /// Every buffer, for metrics.
+    /// Every tag's segment buffer serving now, for metrics.
     pub fn buffers(&self) -> Vec<Arc<SegmentBuffer>> {
-        self.read().values().cloned().collect()
+        self.read().values().map(TagBuffer::current).collect()
     }
 
-    /// The buffer of `tag` if this node has made it; never creates one, never asks the store.
+    /// The segment buffer serving `tag` now, if this node has made one; never creates one,
+    /// never asks the store.
     pub fn loaded(&self, tag: &Tag) -> Option<Arc<SegmentBuffer>> {
-        self.read().get(tag).cloned()
+        self.read().get(tag).map(TagBuffer::current)
     }
 
     /// How many tags this node has buffers for.
@@ -132,7 +136,8 @@ impl SegmentRegistry {
                 Err(error) => tracing::warn!(%error, "giving back a segment tail failed"),
             }
         };
-        for buffer in self.buffers() {
+        let tags: Vec<TagBuffer> = self.read().values().cloned().collect();
+        for buffer in tags {
             if running.len() >= GIVE_BACK_AT_ONCE {
                 if let Some(ended) = running.join_next().await {
                     tally(ended);
@@ -150,16 +155,16 @@ impl SegmentRegistry {
     }
 
     /// The buffer of `tag`, made on first use.
-    pub async fn buffer(&self, tag: &Tag) -> Result<Arc<SegmentBuffer>> {
+    pub async fn buffer(&self, tag: &Tag) -> Result<TagBuffer> {
         if let Some(buffer) = self.read().get(tag) {
-            return Ok(Arc::clone(buffer));
+            return Ok(buffer.clone());
         }
         let cell = {
             let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
             // Checked again under the lock: a load that finished inserts its buffer before it
             // leaves `loading`.
             if let Some(buffer) = self.read().get(tag) {
-                return Ok(Arc::clone(buffer));
+                return Ok(buffer.clone());
             }
             match loading.get(tag) {
                 Some(cell) => Arc::clone(cell),
@@ -188,29 +193,41 @@ impl SegmentRegistry {
     }
 
     /// Makes the buffer of `tag` from its row (created first if allowed) and registers it.
-    async fn load(&self, tag: &Tag) -> Result<Arc<SegmentBuffer>> {
-        let step = self.tag_step(tag).await?;
+    async fn load(&self, tag: &Tag) -> Result<TagBuffer> {
+        let info = self.tag_row(tag).await?;
         let config = SegmentConfig {
-            min_step: step,
+            min_step: info.step,
             ..self.options.buffer.clone()
         };
-        let buffer = SegmentBuffer::new(
-            tag.clone(),
-            Arc::clone(&self.store),
-            Arc::clone(&self.clock),
-            config,
-            self.runtime.clone(),
-        );
+        let buffer = match info.dating {
+            None => TagBuffer::Plain(SegmentBuffer::new(
+                tag.clone(),
+                Arc::clone(&self.store),
+                Arc::clone(&self.clock),
+                config,
+                self.runtime.clone(),
+            )),
+            Some(dating) => TagBuffer::Dated(DatedBuffer::new(
+                tag.clone(),
+                dating,
+                Arc::clone(&self.store),
+                Arc::clone(&self.leases),
+                Arc::clone(&self.clock),
+                config,
+                self.runtime.clone(),
+            )),
+        };
         let mut buffers = self.buffers.write().unwrap_or_else(PoisonError::into_inner);
         // A second load of the tag (after the first one's cell was retired by a dropped call)
         // keeps the first buffer: one tag, one buffer.
-        Ok(Arc::clone(buffers.entry(tag.clone()).or_insert(buffer)))
+        Ok(buffers.entry(tag.clone()).or_insert(buffer).clone())
     }
 
-    /// The tag's step from the store, creating the tag first if allowed.
-    async fn tag_step(&self, tag: &Tag) -> Result<u64> {
+    /// The tag's row from the store, creating the tag first if allowed (plain: a dated tag
+    /// is made by an operator, with its period and zone).
+    async fn tag_row(&self, tag: &Tag) -> Result<TagInfo> {
         if let Some(info) = self.store.tag_info(tag).await? {
-            return Ok(info.step);
+            return Ok(info);
         }
         if !self.options.auto_create_tags {
             return Err(Error::UnknownTag(tag.to_string()));
@@ -220,19 +237,18 @@ impl SegmentRegistry {
             ..TagSettings::default()
         };
         match self.store.create_tag(tag, &settings).await {
-            Ok(info) => Ok(info.step),
+            Ok(info) => Ok(info),
             // Another node created it meanwhile: use its row.
             Err(Error::TagExists(_)) => self
                 .store
                 .tag_info(tag)
                 .await?
-                .map(|info| info.step)
                 .ok_or_else(|| Error::UnknownTag(tag.to_string())),
             Err(error) => Err(error),
         }
     }
 
-    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Tag, Arc<SegmentBuffer>>> {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Tag, TagBuffer>> {
         self.buffers.read().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -241,7 +257,7 @@ impl SegmentRegistry {
 struct Retire<'a> {
     loading: &'a StdMutex<LoadingCells>,
     tag: &'a Tag,
-    cell: Arc<OnceCell<Arc<SegmentBuffer>>>,
+    cell: Arc<OnceCell<TagBuffer>>,
 }
 
 impl Drop for Retire<'_> {
@@ -257,4 +273,4 @@ impl Drop for Retire<'_> {
 }
 
 /// The cells of the tags on their first use.
-type LoadingCells = HashMap<Tag, Arc<OnceCell<Arc<SegmentBuffer>>>>;
+type LoadingCells = HashMap<Tag, Arc<OnceCell<TagBuffer>>>;

@@ -125,7 +125,7 @@ impl Session {
             let ids = Arc::clone(&self.shared.ids);
             loads.spawn(async move {
                 match ids.segments().buffer(&tag).await {
-                    Ok(buffer) => buffer.warm_up().await.is_ok(),
+                    Ok(buffer) => buffer.current().warm_up().await.is_ok(),
                     Err(_) => false,
                 }
             });

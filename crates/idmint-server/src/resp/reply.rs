@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use idmint_core::{Error, IdForm, Radix};
+use idmint_core::{Dating, Error, IdForm, Radix};
 use idmint_resp::encode;
 
 /// Redis' wording for an argument that is not a 64-bit integer.
@@ -88,6 +88,9 @@ pub(super) enum IdFormat {
     /// A text form: base62, base36, base32 or padded decimal, with a prefix (`FORMAT BASE62
     /// PREFIX ord_ WIDTH 12`), as bulk strings.
     Text(Arc<IdForm>),
+    /// A dated tag's text form (`20261123-000042`), as bulk strings: what `IDMINT.NEXT` answers
+    /// for a dated tag shown as text, unless the command asks for another `FORMAT`.
+    Dated(Dating),
 }
 
 impl IdFormat {
@@ -134,6 +137,7 @@ impl IdFormat {
             Self::Integer => "integer".to_owned(),
             Self::String => "string".to_owned(),
             Self::Text(form) => form.to_string(),
+            Self::Dated(_) => "dated".to_owned(),
         }
     }
 }
@@ -155,6 +159,7 @@ pub(super) fn id(out: &mut BytesMut, id: u64, format: &IdFormat) {
         (Ok(n), IdFormat::Integer) => encode::integer(out, n),
         (Ok(n), IdFormat::String) => encode::bulk_integer(out, n),
         (Ok(_), IdFormat::Text(form)) => encode::bulk(out, form.encode(id).as_bytes()),
+        (Ok(_), IdFormat::Dated(dating)) => encode::bulk(out, dating.text(id).as_bytes()),
         (Err(_), _) => {
             encode::error_fmt(out, format_args!("ERR ID {id} does not fit a RESP integer"))
         }
@@ -187,6 +192,12 @@ where
                 text.clear();
                 form.encode_into(n, &mut text);
                 encode::bulk(out, text.as_bytes());
+            }
+        }
+        (_, IdFormat::Dated(dating)) => {
+            encode::array_header(out, ids.len());
+            for n in ids {
+                encode::bulk(out, dating.text(n).as_bytes());
             }
         }
     }
@@ -284,6 +295,8 @@ pub(super) fn permuted(out: &mut BytesMut) {
 fn error_code(error: &Error) -> Option<&'static str> {
     match error {
         Error::TagExhausted { .. } => Some("tag_exhausted"),
+        Error::DatedRangeRefused { .. } => Some("dated"),
+        Error::PeriodUnavailable { .. } => Some("period_unavailable"),
         Error::TooManyTags { .. } => Some("too_many_tags"),
         Error::StoreCorrupt { .. } => Some("store_corrupt"),
         _ => None,

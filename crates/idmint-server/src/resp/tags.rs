@@ -10,11 +10,9 @@
 //! counts are added up per entry and sent to the metrics recorder once per batch of pipelined
 //! commands ([`TagCache::flush_metrics`]), not once per ID.
 
-use std::sync::Arc;
+use idmint_core::{Error, Result, Tag};
 
-use idmint_core::{Error, Result, SegmentBuffer, Tag};
-
-use crate::ids::{Ids, Publisher};
+use crate::ids::{Ids, Publisher, TagBuffer};
 use crate::telemetry;
 
 /// Most tags one connection keeps at hand; using more only costs a registry lookup each.
@@ -22,7 +20,7 @@ const CAPACITY: usize = 8;
 
 /// One tag's buffer and its metric.
 pub(super) struct TagEntry {
-    pub(super) buffer: Arc<SegmentBuffer>,
+    pub(super) buffer: TagBuffer,
     /// How the tag's IDs are handed out (its permutation, derived once per connection).
     pub(super) publisher: Publisher,
     issued: metrics::Counter,

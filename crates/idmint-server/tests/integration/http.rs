@@ -441,7 +441,7 @@ async fn tags_are_created_updated_and_listed() {
     // The node's running buffer of the tag takes the new step for its next fetches.
     let invoices = idmint_core::Tag::new("invoices").unwrap();
     let buffer = server.ids.segments().buffer(&invoices).await.unwrap();
-    assert_eq!(buffer.min_step(), 80);
+    assert_eq!(buffer.current().min_step(), 80);
     assert_eq!(updated["description"], "invoice numbers");
     let updated = ok_json(put("/v1/tags/invoices", r#"{"description": "renamed"}"#).await).await;
     assert_eq!(updated["step"], 80);

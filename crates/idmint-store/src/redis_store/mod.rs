@@ -11,7 +11,7 @@
 //! a cluster; this store itself connects to one server):
 //! - `{ns}:schema`: the key layout version (string);
 //! - `{ns}:tags`: the set of tag names; `{ns}:seg:<tag>`: hash `max_id`, `step`,
-//!   `description`, `updated_at_ms`;
+//!   `description`, `updated_at_ms`, and `dating` for a dated tag (`day:6:text:UTC`);
 //! - `{ns}:w:<id>`: hash `node`, `token`, `hwm`, `expires` per worker ID ever leased;
 //! - `{ns}:workers`: sorted set of those worker IDs (score = ID), to find the smallest
 //!   never-used one by binary search;
@@ -57,8 +57,9 @@ use crate::{Error, Result, StoreOptions};
 /// a binary that knows only version 1 would not check the pinned ID space, so it must refuse.
 /// Version 3 added `{ns}:set`: an older binary would lease any worker ID of a store that is one
 /// partition of a set. Version 4 added the permutation key's fingerprint to the ID-space
-/// records: an older binary would hand out plain IDs beside permuted ones.
-const SCHEMA_VERSION: u64 = 4;
+/// records: an older binary would hand out plain IDs beside permuted ones. Version 5 added the
+/// `dating` field of dated tags: an older binary would hand their IDs out undated.
+const SCHEMA_VERSION: u64 = 5;
 
 /// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
 /// scores inside Redis, both doubles, exact up to 2^53.
@@ -396,10 +397,17 @@ fn number(what: &str, text: &str) -> Result<u64> {
         .map_err(|_| Error::store_invalid(format!("{what} `{text}` in Redis is not a number")))
 }
 
-/// A tag hash's fields (`max_id`, `step`, `description`, `updated_at_ms`) as [`TagInfo`].
+/// A tag hash's fields (`max_id`, `step`, `description`, `updated_at_ms`, `dating`, empty for
+/// a plain tag) as [`TagInfo`].
 fn tag_info(tag: Tag, fields: &[String]) -> Result<TagInfo> {
-    let [max_id, step, description, updated_at_ms] = fields else {
+    let [max_id, step, description, updated_at_ms, dating] = fields else {
         return Err(unexpected("reading a tag", fields));
+    };
+    let dating = match dating.as_str() {
+        "" => None,
+        spec => Some(idmint_core::Dating::parse(spec).map_err(|e| {
+            Error::store_corrupt(format!("tag `{tag}` holds a damaged dating in Redis: {e}"))
+        })?),
     };
     Ok(TagInfo {
         max_id: number("max_id", max_id)?,
@@ -407,6 +415,7 @@ fn tag_info(tag: Tag, fields: &[String]) -> Result<TagInfo> {
         description: description.clone(),
         updated_at_ms: number("updated_at_ms", updated_at_ms)?,
         tag,
+        dating,
     })
 }
 
@@ -480,7 +489,8 @@ impl SegmentStore for RedisStore {
             .arg(tag.as_str())
             .arg(decimal("first_id", settings.first_id.max(1))?)
             .arg(decimal("step", settings.step)?)
-            .arg(settings.description.as_str());
+            .arg(settings.description.as_str())
+            .arg(settings.dating.map(|d| d.spec()).unwrap_or_default());
         let reply = self.run(what, &invocation).await?;
         match reply.split_first() {
             Some((status, fields)) if status == "ok" => tag_info(tag.clone(), fields),
@@ -521,7 +531,7 @@ impl SegmentStore for RedisStore {
             let mut conn = self.conn.clone();
             let fields: Vec<Option<String>> = redis::cmd("HMGET")
                 .arg(self.keys.segment(tag))
-                .arg(&["max_id", "step", "description", "updated_at_ms"])
+                .arg(&["max_id", "step", "description", "updated_at_ms", "dating"])
                 .query_async(&mut conn)
                 .await
                 .map_err(|e| redis_error(what, e))?;
@@ -531,7 +541,18 @@ impl SegmentStore for RedisStore {
         if fields.iter().all(Option::is_none) {
             return Ok(None);
         }
-        let fields: Option<Vec<String>> = fields.into_iter().collect();
+        // A plain tag has no `dating`.
+        let fields: Option<Vec<String>> = fields
+            .into_iter()
+            .enumerate()
+            .map(|(i, field)| {
+                if i == 4 {
+                    Some(field.unwrap_or_default())
+                } else {
+                    field
+                }
+            })
+            .collect();
         let fields = fields.ok_or_else(|| {
             Error::store_invalid(format!("{what}: tag `{tag}` lacks a field in Redis"))
         })?;
@@ -543,7 +564,7 @@ impl SegmentStore for RedisStore {
         let mut invocation = self.scripts.list_tags.key(&self.keys.tags);
         invocation.arg(&self.keys.segment);
         let reply = self.run(what, &invocation).await?;
-        let rows = reply.chunks_exact(5);
+        let rows = reply.chunks_exact(6);
         if !rows.remainder().is_empty() {
             return Err(unexpected(what, &reply));
         }

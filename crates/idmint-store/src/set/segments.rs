@@ -67,6 +67,8 @@ impl SetSegments {
                     step: info.step,
                     description: info.description,
                     first_id: 1,
+                    // A set never holds a dated tag (`create_tag` refuses one).
+                    dating: None,
                 };
                 match self.create_on(member, store, tag, &settings).await {
                     Ok(_) | Err(Error::TagExists(_)) => {}
@@ -275,6 +277,14 @@ impl SegmentStore for SetSegments {
     }
 
     async fn create_tag(&self, tag: &Tag, settings: &TagSettings) -> Result<TagInfo> {
+        if settings.dating.is_some() {
+            // Each store of a set hands out its own part of every range, by its own clock: a
+            // period's counter could not start again at 1 on every store without overlap.
+            return Err(Error::InvalidArgument {
+                name: "period",
+                reason: "a dated tag needs a single store: a store set cannot date its IDs".into(),
+            });
+        }
         // Created on any store, the tag exists in the set: stores that were down get it when
         // they first serve it (`allocate_on`).
         self.on_every_store("creating a tag", |member, store| async move {

@@ -388,13 +388,26 @@ where
             .bind(to_i64("first_id", settings.first_id.max(1))?)
             .bind(to_i64("step", settings.step)?)
             .bind(settings.description.clone());
-        let read_back = sqlx::query(q(&self.sql.tag_info)).bind(tag.as_str().to_owned());
-        let row = match Self::written_row(&mut session, insert, read_back).await {
+        match insert.execute(session.conn()).await {
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
                 return Err(Error::TagExists(tag.to_string()))
             }
             other => other.map_err(err)?,
         };
+        if let Some(dating) = &settings.dating {
+            sqlx::query(q(&self.sql.create_tag_dating))
+                .bind(tag.as_str().to_owned())
+                .bind(dating.spec())
+                .execute(session.conn())
+                .await
+                .map_err(err)?;
+        }
+        // Read back with the join, in the same session, so the row has its dating.
+        let row = sqlx::query(q(&self.sql.tag_info))
+            .bind(tag.as_str().to_owned())
+            .fetch_optional(session.conn())
+            .await
+            .map_err(err)?;
         session.finish().await.map_err(err)?;
         let row = row.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
         tag_info(&row, err)
@@ -412,8 +425,10 @@ where
             .bind(step)
             .bind(update.description.clone())
             .bind(tag.as_str().to_owned());
-        let read_back = sqlx::query(q(&self.sql.tag_info)).bind(tag.as_str().to_owned());
-        let row = Self::written_row(&mut session, write, read_back)
+        write.execute(session.conn()).await.map_err(err)?;
+        let row = sqlx::query(q(&self.sql.tag_info))
+            .bind(tag.as_str().to_owned())
+            .fetch_optional(session.conn())
             .await
             .map_err(err)?;
         session.finish().await.map_err(err)?;
@@ -637,20 +652,23 @@ where
     }
 }
 
-/// A tag row (in [`statements::TAG_COLUMNS`] order) as [`TagInfo`].
+/// A tag row, joined with its dating (the `tag_info` statement's columns), as [`TagInfo`].
 fn tag_info<R: Row>(row: &R, err: impl Fn(sqlx::Error) -> Error) -> Result<TagInfo>
 where
     usize: ColumnIndex<R>,
     i64: for<'r> Decode<'r, R::Database> + Type<R::Database>,
     String: for<'r> Decode<'r, R::Database> + Type<R::Database>,
 {
-    rows::tag_info(
+    let mut info = rows::tag_info(
         row.try_get(0).map_err(&err)?,
         row.try_get(1).map_err(&err)?,
         row.try_get(2).map_err(&err)?,
         row.try_get(3).map_err(&err)?,
         row.try_get(4).map_err(&err)?,
-    )
+    )?;
+    let dating: Option<String> = row.try_get(5).map_err(&err)?;
+    info.dating = dating.as_deref().map(rows::dating).transpose()?;
+    Ok(info)
 }
 
 #[async_trait]

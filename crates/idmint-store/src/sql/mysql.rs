@@ -143,6 +143,12 @@ impl Dialect for MysqlDialect {
                  permutation VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL) \
                  ENGINE=InnoDB"
             )],
+            5 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_tag_dates (\
+                 tag VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL PRIMARY KEY, \
+                 dating VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL) \
+                 ENGINE=InnoDB"
+            )],
             _ => Vec::new(),
         }
     }

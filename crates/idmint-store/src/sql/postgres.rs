@@ -106,6 +106,10 @@ impl Dialect for PostgresDialect {
                 "CREATE TABLE IF NOT EXISTS {ns}_id_space_keys (version BIGINT PRIMARY KEY, \
                  permutation TEXT NOT NULL)"
             )],
+            5 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_tag_dates (tag TEXT COLLATE \"C\" PRIMARY KEY, \
+                 dating TEXT NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

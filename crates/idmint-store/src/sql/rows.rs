@@ -179,7 +179,14 @@ pub(crate) fn tag_info(
         step: to_u64("step", step)?,
         description,
         updated_at_ms: to_u64("updated_at_ms", updated_at_ms)?,
+        dating: None,
     })
+}
+
+/// A dated tag's stored dating (`day:6:text:UTC`); damaged when it does not read back.
+pub(crate) fn dating(spec: &str) -> Result<idmint_core::Dating> {
+    idmint_core::Dating::parse(spec)
+        .map_err(|e| Error::store_corrupt(format!("a tag's dating in the store is damaged: {e}")))
 }
 
 /// A store-set row, in [`crate::schema::STORE_SET_COLUMNS`] order.

@@ -93,6 +93,10 @@ impl Dialect for SqliteDialect {
                 "CREATE TABLE IF NOT EXISTS {ns}_id_space_keys (\
                  version INTEGER PRIMARY KEY NOT NULL, permutation TEXT NOT NULL)"
             )],
+            5 => vec![format!(
+                "CREATE TABLE IF NOT EXISTS {ns}_tag_dates (\
+                 tag TEXT PRIMARY KEY NOT NULL, dating TEXT NOT NULL)"
+            )],
             _ => Vec::new(),
         }
     }

@@ -6,8 +6,12 @@ use std::sync::Arc;
 use super::Dialect;
 use crate::schema::{ID_SPACE_COLUMNS, ID_SPACE_READ, STORE_SET_COLUMNS};
 
-/// The columns of a tag row, in the order [`super::tag_info`] reads them.
+/// The columns of a tag row, as written.
 pub(crate) const TAG_COLUMNS: &str = "tag, max_id, step, description, updated_at_ms";
+
+/// A tag row as read, joined with its dating (version 5, `{ns}_tag_dates`, NULL for a plain
+/// tag), in the order [`super::tag_info`] reads them. `s` is the tag table, `d` the datings.
+const TAG_READ: &str = "s.tag, s.max_id, s.step, s.description, s.updated_at_ms, d.dating";
 
 /// Every statement of one namespace.
 #[derive(Debug)]
@@ -20,8 +24,10 @@ pub(crate) struct Statements {
     /// Compare-and-set of `max_id`: new value, tag, expected value. Gives a tail back, or
     /// takes a tag's last range.
     pub(crate) move_max_id: Arc<str>,
-    /// Inserts a tag: tag, first ID, step, description (returning the row where it can).
+    /// Inserts a tag: tag, first ID, step, description.
     pub(crate) create_tag: Arc<str>,
+    /// Records a dated tag's dating, in the transaction of `create_tag`: tag, dating.
+    pub(crate) create_tag_dating: Arc<str>,
     /// Changes step and/or description (NULL keeps it): step, description, tag.
     pub(crate) update_tag: Arc<str>,
     /// One tag's row: tag.
@@ -93,17 +99,24 @@ impl Statements {
                 "UPDATE {s} SET max_id = ?, updated_at_ms = {now} WHERE tag = ? AND max_id = ?"
             )),
             create_tag: sql(format!(
-                "INSERT INTO {s} ({TAG_COLUMNS}) VALUES (?, ?, ?, ?, {now}){}",
-                returning(TAG_COLUMNS)
+                "INSERT INTO {s} ({TAG_COLUMNS}) VALUES (?, ?, ?, ?, {now})"
+            )),
+            create_tag_dating: sql(format!(
+                "INSERT INTO {ns}_tag_dates (tag, dating) VALUES (?, ?)"
             )),
             update_tag: sql(format!(
                 "UPDATE {s} SET step = COALESCE(?, step), \
                  description = COALESCE(?, description), updated_at_ms = {now} \
-                 WHERE tag = ?{}",
-                returning(TAG_COLUMNS)
+                 WHERE tag = ?"
             )),
-            tag_info: sql(format!("SELECT {TAG_COLUMNS} FROM {s} WHERE tag = ?")),
-            list_tags: sql(format!("SELECT {TAG_COLUMNS} FROM {s} ORDER BY tag")),
+            tag_info: sql(format!(
+                "SELECT {TAG_READ} FROM {s} s LEFT JOIN {ns}_tag_dates d ON d.tag = s.tag \
+                 WHERE s.tag = ?"
+            )),
+            list_tags: sql(format!(
+                "SELECT {TAG_READ} FROM {s} s LEFT JOIN {ns}_tag_dates d ON d.tag = s.tag \
+                 ORDER BY s.tag"
+            )),
             now: sql(format!("SELECT {now}")),
             lease_row: sql(format!(
                 "SELECT {name}, expires_at_ms FROM {w} WHERE worker_id = ?{lock}"

@@ -131,6 +131,7 @@ mod suite {
                     step: 5,
                     description: "orders".into(),
                     first_id: 100,
+                    dating: None,
                 },
             )
             .await
@@ -167,15 +168,43 @@ mod suite {
                 .description,
             "renamed"
         );
-        let names: Vec<String> = store
+        // A dated tag keeps its dating through every read and an update.
+        let dated = tag("c.daily");
+        let dating = idmint_core::Dating::parse("day:6:text:Asia/Shanghai").unwrap();
+        let settings = TagSettings {
+            dating: Some(dating),
+            ..TagSettings::default()
+        };
+        let created = store.segments.create_tag(&dated, &settings).await.unwrap();
+        assert_eq!(created.dating, Some(dating));
+        let info = store.segments.tag_info(&dated).await.unwrap().unwrap();
+        assert_eq!(info.dating, Some(dating));
+        let update = TagUpdate {
+            step: Some(7),
+            description: None,
+        };
+        let updated = store.segments.update_tag(&dated, &update).await.unwrap();
+        assert_eq!((updated.step, updated.dating), (7, Some(dating)));
+        let listed: Vec<(String, Option<idmint_core::Dating>)> = store
             .segments
             .list_tags()
             .await
             .unwrap()
             .iter()
-            .map(|t| t.tag.to_string())
+            .map(|t| (t.tag.to_string(), t.dating))
             .collect();
-        assert_eq!(names, ["a.tag:1", "b-tag_2"]);
+        assert_eq!(
+            listed,
+            [
+                ("a.tag:1".to_owned(), None),
+                ("b-tag_2".to_owned(), None),
+                ("c.daily".to_owned(), Some(dating))
+            ]
+        );
+        assert!(matches!(
+            store.segments.create_tag(&dated, &settings).await,
+            Err(Error::TagExists(_))
+        ));
         let unknown = tag("nope");
         assert!(matches!(
             store.segments.allocate(&unknown, 1).await,
@@ -376,6 +405,7 @@ mod suite {
             step: 5,
             description: String::new(),
             first_id: max - 10,
+            dating: None,
         };
         store.segments.create_tag(&top, &settings).await.unwrap();
         assert_eq!(
@@ -434,6 +464,7 @@ mod suite {
                 step: 1,
                 description: String::new(),
                 first_id: MAX_SEGMENT_ID - left,
+                dating: None,
             };
             store.segments.create_tag(&t, &settings).await.unwrap();
             let racers: Vec<_> = [30u64, 45]
@@ -477,6 +508,7 @@ mod suite {
             step: 5,
             description: String::new(),
             first_id,
+            dating: None,
         };
         store
             .segments

@@ -297,15 +297,15 @@ fn the_function_and_nodes_mint_in_one_namespace_without_a_duplicate() {
 
 /// A PostgreSQL server of the test's own under libfaketime (`tests/support/postgres-faketime`),
 /// stopped by PID when dropped.
-struct FaketimeServer {
-    url: String,
+pub(crate) struct FaketimeServer {
+    pub(crate) url: String,
     pid: u32,
     dir: String,
     offset: String,
 }
 
 impl FaketimeServer {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let script = crate::clients::repo().join("tests/support/postgres-faketime");
         let output = Command::new(&script).output().unwrap();
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -329,7 +329,7 @@ impl FaketimeServer {
     }
 
     /// Sets the server's clock `offset` from the real one (`+0`, `-3s`); it reads it within 1 s.
-    fn clock(&self, offset: &str) {
+    pub(crate) fn clock(&self, offset: &str) {
         std::fs::write(&self.offset, format!("{offset}\n")).unwrap();
         std::thread::sleep(Duration::from_millis(1_500));
     }

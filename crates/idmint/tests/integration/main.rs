@@ -10,6 +10,7 @@ mod clients;
 mod common;
 mod damaged_store;
 mod dashboard;
+mod dated_ids;
 mod hostile_input;
 mod id_space;
 mod in_database;

@@ -33,7 +33,7 @@ fn new_key(dir: &Path, name: &str) -> (PathBuf, Permutation) {
 }
 
 /// A RESP reply as text: integers and bulk strings as their digits.
-fn text(value: &Value) -> String {
+pub(crate) fn text(value: &Value) -> String {
     match value {
         Value::Int(n) => n.to_string(),
         Value::BulkString(bytes) => String::from_utf8_lossy(bytes).into_owned(),
@@ -44,7 +44,7 @@ fn text(value: &Value) -> String {
 }
 
 /// Sends `args`: the reply, or the error reply as `-CODE detail`.
-fn call(conn: &mut redis::Connection, args: &[&str]) -> Result<Value, String> {
+pub(crate) fn call(conn: &mut redis::Connection, args: &[&str]) -> Result<Value, String> {
     let mut cmd = redis::cmd(args[0]);
     for arg in &args[1..] {
         cmd.arg(*arg);

@@ -2,10 +2,11 @@
 //! `IDMINT.FORMAT`, and `GET`, which reads a tag's counter without taking an ID.
 
 use bytes::{Bytes, BytesMut};
-use idmint_core::Result;
+use idmint_core::{DatedForm, Result};
 use idmint_resp::encode;
 
 use super::wrong_arity;
+use crate::ids::TagBuffer;
 use crate::resp::connection::Session;
 use crate::resp::reply::{self, IdFormat, BAD_FORMAT, NOT_AN_INTEGER, SYNTAX_ERROR};
 
@@ -17,6 +18,8 @@ struct Options {
     /// `TAG t` of `IDMINT.DECODE`: a segment ID of that tag.
     tag: Option<Bytes>,
     format: IdFormat,
+    /// Whether the command named its `FORMAT` (a dated tag is then not shown as text).
+    format_given: bool,
 }
 
 /// The option a command takes beside `COUNT` and the form: `SHARD k` (`IDMINT.SNOWFLAKE`),
@@ -38,6 +41,7 @@ impl Session {
             shard: None,
             tag: None,
             format: self.format.clone(),
+            format_given: false,
         };
         let (mut prefix, mut width) = (None, None);
         let mut words = args.iter();
@@ -63,6 +67,7 @@ impl Session {
                     return None;
                 };
                 options.format = format;
+                options.format_given = true;
             } else if option.eq_ignore_ascii_case(b"PREFIX") {
                 prefix = Some(value.as_ref());
             } else if option.eq_ignore_ascii_case(b"WIDTH") {
@@ -88,20 +93,27 @@ impl Session {
 }
 
 impl Session {
-    /// `INCR tag` and `IDMINT.NEXT tag`: the next segment ID.
+    /// `INCR tag`: the next segment ID, an integer like Redis' counter (a dated tag's too).
     pub(super) async fn incr(&mut self, tag: &[u8], out: &mut BytesMut) {
-        let result: Result<u64> = async {
+        self.next_one(tag, false, out).await;
+    }
+
+    /// The next segment ID of `tag`, in the connection's format; with `dated_text`, a dated
+    /// tag shown as text answers in its text form (`IDMINT.NEXT tag` without `FORMAT`).
+    async fn next_one(&mut self, tag: &[u8], dated_text: bool, out: &mut BytesMut) {
+        let result: Result<(u64, Option<IdFormat>)> = async {
             let entry = self.tags.resolve(&self.shared.ids, tag).await?;
             let id = match entry.buffer.try_next() {
                 Some(id) => id,
                 None => entry.buffer.next().await?,
             };
             entry.issued(1);
-            Ok(entry.publisher.publish(id))
+            let shown = dated_text.then(|| dated_format(&entry.buffer)).flatten();
+            Ok((entry.publisher.publish(id), shown))
         }
         .await;
         match result {
-            Ok(id) => reply::id(out, id, &self.format),
+            Ok((id, shown)) => reply::id(out, id, shown.as_ref().unwrap_or(&self.format)),
             Err(error) => reply::service_error(out, &error),
         }
     }
@@ -174,9 +186,10 @@ impl Session {
         else {
             return;
         };
+        let dated_text = !options.format_given;
         let Some(count) = options.count else {
             let format = std::mem::replace(&mut self.format, options.format);
-            self.incr(tag, out).await;
+            self.next_one(tag, dated_text, out).await;
             self.format = format;
             return;
         };
@@ -185,14 +198,20 @@ impl Session {
             let runs = entry.buffer.next_many(count).await?;
             let total: u64 = runs.iter().map(|r| r.end.saturating_sub(r.start)).sum();
             entry.issued(total);
-            Ok::<_, idmint_core::Error>((runs, entry.publisher.clone()))
+            let shown = dated_text.then(|| dated_format(&entry.buffer)).flatten();
+            Ok::<_, idmint_core::Error>((runs, entry.publisher.clone(), shown))
         }
         .await;
         match result {
-            Ok((runs, publisher)) => {
+            Ok((runs, publisher, shown)) => {
                 let (ids, largest) = reply::RunIds::new(runs);
                 let public = ids.map(|id| publisher.publish(id));
-                reply::ids(out, public, largest, &options.format);
+                reply::ids(
+                    out,
+                    public,
+                    largest,
+                    shown.as_ref().unwrap_or(&options.format),
+                );
             }
             Err(error) => reply::service_error(out, &error),
         }
@@ -356,4 +375,13 @@ impl Session {
         encode::bulk(out, b"plain_id");
         reply::id(out, plain, &IdFormat::Integer);
     }
+}
+
+/// How `IDMINT.NEXT` shows a dated tag's IDs when no `FORMAT` is named: in its text form when
+/// the tag was made to be shown so; `None` for every other tag.
+fn dated_format(buffer: &TagBuffer) -> Option<IdFormat> {
+    buffer
+        .dating()
+        .filter(|dating| dating.form() == DatedForm::Text)
+        .map(|dating| IdFormat::Dated(*dating))
 }

@@ -22,6 +22,7 @@ use idmint_core::{Error, Result, SegmentBuffer, Tag};
 use idmint_resp::encode;
 
 use super::wrong_arity;
+use crate::ids::TagBuffer;
 use crate::resp::connection::Session;
 use crate::resp::reply::{self, NOT_AN_INTEGER, SYNTAX_ERROR};
 
@@ -139,7 +140,14 @@ impl Session {
     /// The run `IDMINT.RANGE` answers, remembered for `IDMINT.GIVEBACK`.
     async fn take_range(&mut self, raw: &[u8], n: u64, floor: Option<u64>) -> Result<Range<u64>> {
         let entry = self.tags.resolve(&self.shared.ids, raw).await?;
-        let buffer = entry.buffer.clone();
+        let buffer = match &entry.buffer {
+            TagBuffer::Plain(buffer) => Arc::clone(buffer),
+            TagBuffer::Dated(dated) => {
+                return Err(Error::DatedRangeRefused {
+                    tag: dated.tag().to_string(),
+                })
+            }
+        };
         let behind = floor.is_some_and(|floor| buffer.counter().is_some_and(|c| c < floor));
         let mut taken = None;
         if !behind {

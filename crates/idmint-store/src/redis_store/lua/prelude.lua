@@ -43,6 +43,6 @@ end
 -- A tag hash's fields, in the order the client reads them; '' for a missing field (the client
 -- refuses it), never nil, which would cut a Lua array short.
 local function tag_row(key)
-  local row = redis.call('HMGET', key, 'max_id', 'step', 'description', 'updated_at_ms')
-  return { row[1] or '', row[2] or '', row[3] or '', row[4] or '' }
+  local row = redis.call('HMGET', key, 'max_id', 'step', 'description', 'updated_at_ms', 'dating')
+  return { row[1] or '', row[2] or '', row[3] or '', row[4] or '', row[5] or '' }
 end
