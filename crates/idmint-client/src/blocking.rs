@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::client::{next_slow, Client, TagIds};
+use crate::client::{Client, TagIds};
 use crate::config::ClientConfig;
 use crate::error::{Error, Result};
 use crate::stats::ClientStats;
@@ -35,7 +35,7 @@ impl BlockingTagIds {
     pub fn next(&self) -> Result<u64> {
         match self.ids.try_next() {
             Some(id) => Ok(id),
-            None => self.runtime.block_on(next_slow(self.ids.buffer())),
+            None => self.runtime.block_on(self.ids.next_slow()),
         }
     }
 }
@@ -70,7 +70,7 @@ impl BlockingClient {
             return Ok(id);
         }
         let ids = self.client.tag(tag)?;
-        self.block_on(next_slow(ids.buffer()))
+        self.block_on(ids.next_slow())
     }
 
     /// A handle on `tag` for drawing many IDs.

@@ -1,5 +1,6 @@
 //! The async client.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -40,6 +41,10 @@ struct Inner {
     adding: Mutex<()>,
     snowflakes: Snowflakes,
     closed: AtomicBool,
+    /// Dated tags (the nodes refused them a range, `dated`): their IDs are taken from a node
+    /// one call at a time, never kept, since a kept ID would outlive its period. Read on the
+    /// slow path only: a dated tag's buffer is shut, so its fast path finds nothing.
+    dated: Mutex<HashSet<Tag>>,
 }
 
 /// One tag's IDs, for a loop that draws many: no lookup by name per call. It draws from the
@@ -47,14 +52,16 @@ struct Inner {
 #[derive(Clone, Debug)]
 pub struct TagIds {
     buffer: Arc<SegmentBuffer>,
+    client: Client,
 }
 
 impl TagIds {
-    /// The next ID of the tag: from memory, or after waiting (at most `max_wait`) for a range.
+    /// The next ID of the tag: from memory, or after waiting (at most `max_wait`) for a range;
+    /// a dated tag's from a node.
     pub async fn next(&self) -> Result<u64> {
         match self.buffer.try_next() {
             Some(id) => Ok(id),
-            None => next_slow(&self.buffer).await,
+            None => self.client.next_slow(&self.buffer).await,
         }
     }
 
@@ -69,21 +76,10 @@ impl TagIds {
         self.buffer.tag().as_str()
     }
 
-    pub(crate) fn buffer(&self) -> &Arc<SegmentBuffer> {
-        &self.buffer
+    /// The slow path of [`next`](Self::next).
+    pub(crate) async fn next_slow(&self) -> Result<u64> {
+        self.client.next_slow(&self.buffer).await
     }
-}
-
-/// The wait for a range, with the buffer's error as the caller should see it.
-pub(crate) async fn next_slow(buffer: &SegmentBuffer) -> Result<u64> {
-    let started = Instant::now();
-    if buffer.is_shut_down() {
-        return Err(Error::Closed);
-    }
-    buffer
-        .next()
-        .await
-        .map_err(|e| Error::from_core(e, started.elapsed()))
 }
 
 impl Client {
@@ -119,18 +115,67 @@ impl Client {
                 adding: Mutex::new(()),
                 snowflakes,
                 closed: AtomicBool::new(false),
+                dated: Mutex::new(HashSet::new()),
             }),
         })
     }
 
     /// The next segment ID of `tag`: strictly above every ID this client handed out for it
     /// before, unique across every client and node.
+    ///
+    /// A dated tag (made with a `period` on the nodes) is the exception: a range kept here
+    /// would outlive its period, so each ID is taken from a node when asked for
+    /// (`IDMINT.NEXT`), one round trip each. Its IDs are unique and dated by the store's clock,
+    /// and increase as long as the client talks to one node.
     pub async fn next(&self, tag: &str) -> Result<u64> {
         if let Some(id) = self.try_next(tag) {
             return Ok(id);
         }
         let buffer = self.buffer(tag)?;
-        next_slow(&buffer).await
+        self.next_slow(&buffer).await
+    }
+
+    /// The wait for a range, with the buffer's error as the caller should see it; for a dated
+    /// tag, an ID from a node.
+    pub(crate) async fn next_slow(&self, buffer: &SegmentBuffer) -> Result<u64> {
+        let started = Instant::now();
+        if self.is_dated(buffer.tag()) {
+            return self.dated_next(buffer.tag()).await;
+        }
+        if buffer.is_shut_down() {
+            return Err(Error::Closed);
+        }
+        match buffer.next().await {
+            Ok(id) => Ok(id),
+            Err(idmint_core::Error::DatedRangeRefused { .. }) => {
+                self.inner.dated_tags().insert(buffer.tag().clone());
+                // Shut, so the fast path finds nothing and starts no fetch the nodes refuse.
+                let _ = buffer.shutdown().await;
+                self.dated_next(buffer.tag()).await
+            }
+            Err(error) => Err(Error::from_core(error, started.elapsed())),
+        }
+    }
+
+    fn is_dated(&self, tag: &Tag) -> bool {
+        self.inner.dated_tags().contains(tag)
+    }
+
+    /// One ID of the dated tag `tag`, from the first node that answers within `max_wait`.
+    async fn dated_next(&self, tag: &Tag) -> Result<u64> {
+        self.check_open()?;
+        let started = Instant::now();
+        let mut cmd = redis::cmd("IDMINT.NEXT");
+        cmd.arg(tag.as_str()).arg("FORMAT").arg("INTEGER");
+        match self
+            .inner
+            .nodes
+            .call::<u64>(&cmd, self.inner.config.max_wait)
+            .await
+        {
+            Ok((_, id)) => Ok(id),
+            Err(error) => Err(Error::from_core(error, started.elapsed())),
+        }
     }
 
     /// The next ID of `tag` if one is in memory: no waiting, no reference count touched.
@@ -143,6 +188,7 @@ impl Client {
     pub fn tag(&self, tag: &str) -> Result<TagIds> {
         Ok(TagIds {
             buffer: self.buffer(tag)?,
+            client: self.clone(),
         })
     }
 
@@ -244,6 +290,10 @@ impl Client {
 impl Inner {
     fn adding(&self) -> std::sync::MutexGuard<'_, ()> {
         self.adding.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn dated_tags(&self) -> std::sync::MutexGuard<'_, HashSet<Tag>> {
+        self.dated.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

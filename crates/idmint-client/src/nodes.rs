@@ -245,7 +245,7 @@ impl Nodes {
 
 /// Whether an error reply is one no retry changes (see the module documentation).
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 13] = [
+    const REFUSALS: [&str; 14] = [
         "tag_exhausted",
         "too_many_tags",
         "invalid tag",
@@ -259,6 +259,8 @@ fn is_refusal(code: &str, detail: &str) -> bool {
         "first must not be",
         // Runs asked of nodes that hand out permuted IDs.
         "permuted",
+        // Ranges of a dated tag (the client then takes its IDs one at a time).
+        "dated",
         // A token sent to a node that has none.
         "AUTH <password> called without",
     ];
@@ -275,6 +277,10 @@ fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreEr
     if detail.starts_with("tag_exhausted") {
         let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
         return CoreError::TagExhausted { tag };
+    }
+    if detail.starts_with("dated") {
+        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
+        return CoreError::DatedRangeRefused { tag };
     }
     if detail.starts_with("permuted") {
         return CoreError::store_invalid(format!(

@@ -93,6 +93,9 @@ pub enum TagsAction {
         /// Free text for operators.
         #[arg(long, value_name = "TEXT")]
         description: Option<String>,
+        /// How the new tag's IDs are dated, if they are.
+        #[command(flatten)]
+        dated: DatedOpts,
     },
     /// Change a tag's step.
     SetStep {
@@ -101,6 +104,53 @@ pub enum TagsAction {
         /// The new step.
         step: u64,
     },
+}
+
+/// The settings of a dated tag (`idmint tags create --period day ...`), fixed when it is made.
+#[derive(Debug, Clone, Args)]
+pub struct DatedOpts {
+    /// Make the tag a dated sequence whose IDs start again every `day`, `month` or `year`,
+    /// with the date in front (`20261123-000042`).
+    #[arg(long, value_name = "PERIOD")]
+    pub period: Option<String>,
+    /// The IANA time zone the periods turn over in (default UTC).
+    #[arg(long, value_name = "ZONE", requires = "period")]
+    pub time_zone: Option<String>,
+    /// Digits of the counter (default 6; up to 10 a day, 12 a month, 14 a year).
+    #[arg(long, value_name = "N", requires = "period")]
+    pub digits: Option<u32>,
+    /// Show the IDs as one number (`20261123000042`) instead of with a dash.
+    #[arg(long, requires = "period")]
+    pub numeric: bool,
+}
+
+impl DatedOpts {
+    /// The fields of `PUT /v1/tags` these options give, checked here so a mistake names its
+    /// flag.
+    fn fields(&self) -> Result<Value> {
+        let Some(period) = &self.period else {
+            return Ok(json!({}));
+        };
+        let flag =
+            |name: &'static str| move |e: idmint_core::Error| InputError::new(name, e.to_string());
+        let period: idmint_core::Period = period.parse().map_err(flag("--period"))?;
+        let zone = idmint_core::Dating::zone(self.time_zone.as_deref().unwrap_or("UTC"))
+            .map_err(flag("--time-zone"))?;
+        let form = if self.numeric {
+            idmint_core::DatedForm::Numeric
+        } else {
+            idmint_core::DatedForm::Text
+        };
+        let digits = self.digits.unwrap_or(6);
+        let dating =
+            idmint_core::Dating::new(period, zone, digits, form).map_err(flag("--digits"))?;
+        Ok(json!({
+            "period": dating.period().as_str(),
+            "time_zone": dating.time_zone().name(),
+            "digits": dating.digits(),
+            "form": dating.form().as_str(),
+        }))
+    }
 }
 
 /// Runs `idmint next`.
@@ -171,11 +221,15 @@ pub fn tags(args: &TagsArgs, out: &mut impl Write) -> Result<()> {
             tag,
             step,
             description,
+            dated,
         } => {
             if *step == Some(0) {
                 return Err(InputError::new("--step", "must be at least 1").into());
             }
-            let body = json!({ "step": step, "description": description });
+            let mut body = json!({ "step": step, "description": description });
+            if let (Some(body), Value::Object(fields)) = (body.as_object_mut(), dated.fields()?) {
+                body.extend(fields);
+            }
             let answer = put_tag(&base, tag, body, &args.server)?;
             writeln!(out, "{answer}")?;
         }

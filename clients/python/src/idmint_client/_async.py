@@ -9,7 +9,7 @@ import redis
 import redis.asyncio
 
 from . import _core as core
-from ._errors import ClientClosed, IdmintError, Unavailable
+from ._errors import ClientClosed, DatedTag, IdmintError, Unavailable
 from ._sync import _unused_tails
 
 T = TypeVar("T")
@@ -96,6 +96,7 @@ class _Tag:
         "sizer",
         "changed",
         "closed",
+        "dated",
     )
 
     def __init__(self, name: str, settings: core.Settings) -> None:
@@ -116,6 +117,7 @@ class _Tag:
         self.cause: Optional[BaseException] = None
         self.sizer = core.Sizer(settings)
         self.changed: Optional[asyncio.Event] = None
+        self.dated = False  # a dated tag: its IDs come from a node one call at a time
 
     def notify(self) -> None:
         event, self.changed = self.changed, None
@@ -211,6 +213,8 @@ class AsyncClient:
 
     async def _next_slow(self, tag: str) -> int:
         t = self._tag(tag)
+        if t.dated:
+            return await self._dated_next(t)
         deadline: Optional[float] = None
         seq = t.fail_seq
         while True:
@@ -225,6 +229,9 @@ class AsyncClient:
             if t.nxt is not None:
                 self._swap(t)
                 continue
+            if t.fail_seq != seq and isinstance(t.error, DatedTag):
+                t.dated = True
+                return await self._dated_next(t)
             if t.fail_seq != seq and t.error is not None:
                 raise t.error
             self._start_refill(t)
@@ -241,6 +248,17 @@ class AsyncClient:
                 await asyncio.wait_for(t.changed.wait(), deadline - now)
             except asyncio.TimeoutError:
                 pass
+
+    async def _dated_next(self, t: _Tag) -> int:
+        """See `Client._dated_next`."""
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        deadline = core.now() + self._s.max_wait
+
+        async def one(node: _Node) -> Any:
+            return (await node.call(*core.dated_command(t.name)))[0]
+
+        return core.parse_id(await self._failover(one, deadline, t))
 
     def _swap(self, t: _Tag) -> None:
         assert t.nxt is not None

@@ -15,7 +15,7 @@ import redis.exceptions as rex
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ._errors import AuthError, ConfigError, IdmintError, TagExhausted, TooManyTags
+from ._errors import AuthError, ConfigError, DatedTag, IdmintError, TagExhausted, TooManyTags
 
 #: An ID above every u64, for "no refill trigger".
 NEVER = 1 << 65
@@ -254,6 +254,7 @@ _NO_PASSWORD = "AUTH <password> called without"
 REFUSALS = (
     "tag_exhausted",
     "permuted",
+    "dated",
     "too_many_tags",
     "invalid tag",
     "invalid argument",
@@ -304,6 +305,8 @@ def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
             return FATAL, TagExhausted(text)
         if text.startswith("too_many_tags"):
             return FATAL, TooManyTags(text)
+        if text.startswith("dated"):
+            return FATAL, DatedTag(text)
         if text.startswith("permuted"):
             return FATAL, IdmintError(
                 "the nodes hand out their IDs permuted (serve --permutation-key-file): this "
@@ -343,6 +346,18 @@ def parse_ids(reply: Any, count: int) -> List[int]:
     if not isinstance(reply, (list, tuple)) or not 1 <= len(reply) <= count:
         raise BadReply(f"IDMINT.SNOWFLAKE answered {reply!r}, expected up to {count} IDs")
     return [int(v) for v in reply]
+
+
+def dated_command(tag: str) -> Sequence[Any]:
+    """One ID of a dated tag, as a number: `IDMINT.NEXT` (a dated tag's IDs are never kept)."""
+    return ("IDMINT.NEXT", tag, "FORMAT", "INTEGER")
+
+
+def parse_id(reply: Any) -> int:
+    """The ID of `IDMINT.NEXT tag FORMAT INTEGER`."""
+    if isinstance(reply, bool) or not isinstance(reply, int) or reply < 1:
+        raise BadReply(f"IDMINT.NEXT answered {reply!r}, expected an ID")
+    return reply
 
 
 def range_command(tag: str, count: int, above: int) -> Sequence[Any]:

@@ -27,6 +27,12 @@ class TagExhausted(IdmintError):
     """The tag's IDs are used up (or too few are left): start a new tag. Not retried elsewhere."""
 
 
+class DatedTag(IdmintError):
+    """The nodes refused a range of the tag: it is dated (made with a `period`), and a range
+    kept by the client would outlive its period. Handled inside the client, which then takes
+    the tag's IDs from a node one call at a time; not raised to callers."""
+
+
 class TooManyTags(IdmintError):
     """The node serves as many tags as it may (`--max-tags`); creating one more was refused."""
 

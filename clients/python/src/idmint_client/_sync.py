@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
 import redis
 
 from . import _core as core
-from ._errors import ClientClosed, IdmintError, Unavailable
+from ._errors import ClientClosed, DatedTag, IdmintError, Unavailable
 
 T = TypeVar("T")
 
@@ -101,6 +101,7 @@ class _Tag:
         "cause",
         "sizer",
         "closed",
+        "dated",
     )
 
     def __init__(self, name: str, settings: core.Settings) -> None:
@@ -122,6 +123,8 @@ class _Tag:
         self.error: Optional[BaseException] = None
         self.cause: Optional[BaseException] = None
         self.sizer = core.Sizer(settings)
+        # The nodes refused a range (a dated tag): its IDs come from a node one call at a time.
+        self.dated = False
 
 
 class Client:
@@ -240,6 +243,8 @@ class Client:
 
     def _next_slow(self, tag: str) -> int:
         t = self._tag(tag)
+        if t.dated:
+            return self._dated_next(t)
         deadline: Optional[float] = None
         with t.cond:
             seq = t.fail_seq
@@ -255,6 +260,9 @@ class Client:
                 if t.nxt is not None:
                     self._swap(t)
                     continue
+                if t.fail_seq != seq and isinstance(t.error, DatedTag):
+                    t.dated = True
+                    break
                 if t.fail_seq != seq and t.error is not None:
                     raise t.error
                 self._start_refill(t)
@@ -268,6 +276,16 @@ class Client:
                         f"no ID of tag {tag!r} within max_wait={self._s.max_wait}s", t.cause
                     )
                 t.cond.wait(deadline - now)
+        return self._dated_next(t)
+
+    def _dated_next(self, t: _Tag) -> int:
+        """One ID of a dated tag, from the first node that answers within max_wait: a range
+        kept here would outlive its period, so none is."""
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        deadline = core.now() + self._s.max_wait
+        reply = self._failover(lambda n: n.call(*core.dated_command(t.name))[0], deadline, t)
+        return core.parse_id(reply)
 
     def _swap(self, t: _Tag) -> None:
         """Makes the next range the current one (the current one is used up). Under t.lock."""

@@ -390,3 +390,79 @@ async fn the_day_turns_over_by_the_store_s_clock_with_two_nodes_racing_it() {
     a.stop();
     b.stop();
 }
+
+/// The Rust client on a dated tag: the nodes refuse it ranges, so it takes each ID from a node
+/// (async and blocking, by name and through a tag handle), in order; a plain tag beside it is
+/// still served from ranges. `idmint tags create --period` makes such a tag, and names the
+/// flag of a bad setting.
+#[test]
+fn the_rust_client_and_the_cli_take_a_dated_tag_s_ids_as_they_come() {
+    use idmint_client::{BlockingClient, ClientConfig};
+
+    let server = Server::start(&sqlite_url("client-dated"), "client-dated");
+    let cli = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["--server", server.http.as_str()]);
+        crate::id_space::run(&all)
+    };
+    let (code, _, err) = cli(&["tags", "create", "orders", "--period", "week"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--period"), "{err}");
+    let (code, _, err) = cli(&[
+        "tags", "create", "orders", "--period", "day", "--digits", "12",
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--digits"), "{err}");
+    let (code, out, err) = cli(&[
+        "tags",
+        "create",
+        "orders",
+        "--period",
+        "day",
+        "--time-zone",
+        "UTC",
+        "--step",
+        "5",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("\"period\":\"day\""), "{out}");
+    let dating = Dating::new(
+        Period::Day,
+        Dating::zone("UTC").unwrap(),
+        6,
+        DatedForm::Text,
+    )
+    .unwrap();
+    let started = now_ms();
+    let (code, out, err) = cli(&["next", "--tag", "orders", "--count", "2"]);
+    assert_eq!(code, 0, "{err}");
+    let mut ids: Vec<u64> = out.lines().map(|line| dating.read(line).unwrap()).collect();
+
+    let config = ClientConfig::new([server.resp.clone()]).with_max_wait(Duration::from_secs(5));
+    let client = BlockingClient::new(config).unwrap();
+    let began = Instant::now();
+    for _ in 0..20 {
+        ids.push(client.next("orders").unwrap());
+    }
+    let handle = client.tag("orders").unwrap();
+    for _ in 0..5 {
+        ids.push(handle.next().unwrap());
+    }
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    let keys = keys_around(&dating, started);
+    for (i, id) in ids.iter().enumerate() {
+        let (key, counter) = dating.split(*id);
+        assert!(keys.contains(&key), "{id}");
+        if keys[0] == keys[1] {
+            assert_eq!(counter, i as u64 + 1, "{ids:?}");
+        }
+    }
+    let plain: Vec<u64> = (0..5).map(|_| client.next("plain").unwrap()).collect();
+    assert_eq!(plain, [1, 2, 3, 4, 5]);
+    drop(client);
+    server.stop();
+}
