@@ -24,6 +24,11 @@
 //!   range. On nodes that hand out permuted IDs (`--permutation-key-file`) there is no order:
 //!   snowflakes come in the node's order, and segment IDs, which the client takes in runs,
 //!   are refused with the reason (take them with `IDMINT.NEXT tag COUNT n`).
+//! - **Dated tags** (made with a `period` on the nodes: IDs such as `20261123000042` that start
+//!   again every day) are not kept: a range held here would outlive its period, so the nodes
+//!   refuse one, and the client takes each of their IDs from a node (`IDMINT.NEXT`), one round
+//!   trip each. They are unique and dated by the store's clock, and increase while the client
+//!   talks to one node.
 //! - **What a crash loses.** A client process that dies loses the IDs it held (at most two
 //!   ranges per tag): never reissued, a gap. A client closed or dropped gives them back
 //!   where the node can still take them.
