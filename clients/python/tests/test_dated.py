@@ -27,8 +27,8 @@ class Dated(unittest.TestCase):
     def setUpClass(cls) -> None:
         cls.dir = tempfile.mkdtemp(prefix="idmint-py-dated-")
         cls.node = Node(idmint_binary(), f"sqlite://{cls.dir}/ids.db", "dated")
-        for tag in ("orders", "tickets"):
-            body = json.dumps({"period": "day", "time_zone": "UTC", "digits": 6, "step": 5})
+        for tag, digits in (("orders", 6), ("tickets", 6), ("tiny", 1)):
+            body = json.dumps({"period": "day", "time_zone": "UTC", "digits": digits, "step": 5})
             request = urllib.request.Request(
                 f"http://127.0.0.1:{cls.node.http}/v1/tags/{tag}",
                 data=body.encode(),
@@ -63,6 +63,19 @@ class Dated(unittest.TestCase):
             plain = [client.next("plain") for _ in range(10)]
             self.assertEqual(plain, list(range(1, 11)))
             self.assertGreaterEqual(client.stats().get("ranges_fetched", 0), 1, client.stats())
+
+    def test_a_used_up_period_is_refused_at_once_and_blames_no_node(self):
+        with ic.Client([self.node.url], TOKEN, max_wait=5) as client:
+            ids = [client.next("tiny") for _ in range(9)]
+            self.assertEqual([id % 10 for id in ids], list(range(1, 10)))
+            started = time.monotonic()
+            with self.assertRaises(ic.PeriodUnavailable):
+                client.next("tiny")
+            self.assertLess(time.monotonic() - started, 2)
+            # The node was not marked as failed: another tag is served at once.
+            started = time.monotonic()
+            client.next("plain2")
+            self.assertLess(time.monotonic() - started, 0.4)
 
     def test_async(self):
         async def run():

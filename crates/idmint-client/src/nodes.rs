@@ -245,7 +245,7 @@ impl Nodes {
 
 /// Whether an error reply is one no retry changes (see the module documentation).
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 14] = [
+    const REFUSALS: [&str; 15] = [
         "tag_exhausted",
         "too_many_tags",
         "invalid tag",
@@ -261,6 +261,8 @@ fn is_refusal(code: &str, detail: &str) -> bool {
         "permuted",
         // Ranges of a dated tag (the client then takes its IDs one at a time).
         "dated",
+        // A dated tag's period used up (or its store's clock gone back): every node says so.
+        "period_unavailable",
         // A token sent to a node that has none.
         "AUTH <password> called without",
     ];
@@ -277,6 +279,13 @@ fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreEr
     if detail.starts_with("tag_exhausted") {
         let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
         return CoreError::TagExhausted { tag };
+    }
+    if let Some(reason) = detail.strip_prefix("period_unavailable ") {
+        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
+        return CoreError::PeriodUnavailable {
+            tag,
+            reason: reason.to_owned(),
+        };
     }
     if detail.starts_with("dated") {
         let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();

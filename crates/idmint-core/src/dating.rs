@@ -109,7 +109,10 @@ impl FromStr for Period {
             "year" | "yearly" => Ok(Period::Year),
             _ => Err(Error::InvalidArgument {
                 name: "period",
-                reason: format!("`{text}` is not a period: use day, month or year"),
+                reason: format!(
+                    "`{}` is not a period: use day, month or year",
+                    text.chars().take(32).collect::<String>()
+                ),
             }),
         }
     }
@@ -144,7 +147,10 @@ impl FromStr for DatedForm {
             "numeric" | "number" => Ok(DatedForm::Numeric),
             _ => Err(Error::InvalidArgument {
                 name: "form",
-                reason: format!("`{text}` is not a dated form: use text or numeric"),
+                reason: format!(
+                    "`{}` is not a dated form: use text or numeric",
+                    text.chars().take(32).collect::<String>()
+                ),
             }),
         }
     }
@@ -331,6 +337,20 @@ impl Dating {
     /// handed out).
     pub fn base(&self, key: u64) -> u64 {
         key.saturating_mul(self.scale)
+    }
+
+    /// Whether a range ending (exclusive) at `end` ends with its period: nothing of that
+    /// period comes after it.
+    pub fn ends_period(&self, end: u64) -> bool {
+        end % self.scale == 0
+    }
+
+    /// The largest range a node takes of a dated tag whose step is `step`: at most a
+    /// hundredth of a period's counters (at least 1), so one node can never take a whole
+    /// period (a 3-digit tag with the default step of 1,000 would), and the nodes of a
+    /// namespace share it.
+    pub fn range_cap(&self, step: u64) -> u64 {
+        step.clamp(1, (self.per_period() / 100).max(1))
     }
 
     /// `(key, counter)` of a composed ID.

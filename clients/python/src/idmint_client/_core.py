@@ -15,7 +15,15 @@ import redis.exceptions as rex
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from ._errors import AuthError, ConfigError, DatedTag, IdmintError, TagExhausted, TooManyTags
+from ._errors import (
+    AuthError,
+    ConfigError,
+    DatedTag,
+    IdmintError,
+    PeriodUnavailable,
+    TagExhausted,
+    TooManyTags,
+)
 
 #: An ID above every u64, for "no refill trigger".
 NEVER = 1 << 65
@@ -255,6 +263,7 @@ REFUSALS = (
     "tag_exhausted",
     "permuted",
     "dated",
+    "period_unavailable",
     "too_many_tags",
     "invalid tag",
     "invalid argument",
@@ -307,6 +316,8 @@ def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
             return FATAL, TooManyTags(text)
         if text.startswith("dated"):
             return FATAL, DatedTag(text)
+        if text.startswith("period_unavailable"):
+            return FATAL, PeriodUnavailable(text)
         if text.startswith("permuted"):
             return FATAL, IdmintError(
                 "the nodes hand out their IDs permuted (serve --permutation-key-file): this "

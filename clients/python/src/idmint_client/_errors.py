@@ -33,6 +33,12 @@ class DatedTag(IdmintError):
     the tag's IDs from a node one call at a time; not raised to callers."""
 
 
+class PeriodUnavailable(IdmintError):
+    """A dated tag cannot hand out an ID now: its period's counters are used up (or too few are
+    left for the request), or the store's clock went back into an earlier period. It lifts when
+    the next period begins; every node answers the same, so it is not retried elsewhere."""
+
+
 class TooManyTags(IdmintError):
     """The node serves as many tags as it may (`--max-tags`); creating one more was refused."""
 

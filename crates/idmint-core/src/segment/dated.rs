@@ -20,7 +20,7 @@
 
 use std::future::Future;
 use std::ops::Range;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
@@ -38,6 +38,11 @@ use crate::tag::Tag;
 /// range was judged by the store's clock a moment ago, which is the boundary's definition.
 const FRESH_BUFFERS: usize = 3;
 
+/// How often (this node's clock, ms) a dated tag in use reads the store's clock again, between
+/// allocations: a store whose clock steps forward across midnight (an NTP correction, a
+/// fail-over to a replica) is noticed within this much, not only at the next range.
+const REMEASURE_MS: u64 = 2_000;
+
 /// This node's view of the store's clock between readings, and the period it puts the store
 /// in, cached for the hot path.
 #[derive(Debug, Default)]
@@ -52,6 +57,10 @@ struct StoreTime {
     /// Until when (this node's clock, ms) `floor` holds; 0 until computed, and after each
     /// measurement.
     valid_until_ms: AtomicU64,
+    /// When (this node's clock, ms) the offset was last measured.
+    measured_at_ms: AtomicU64,
+    /// A background reading of the store's clock is under way.
+    measuring: AtomicBool,
 }
 
 impl StoreTime {
@@ -62,6 +71,7 @@ impl StoreTime {
         let offset = i128::from(store_ms) - i128::from(midpoint);
         let offset = offset.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64;
         self.offset_ms.store(offset, Ordering::Relaxed);
+        self.measured_at_ms.store(after_ms, Ordering::Relaxed);
         self.measured.fetch_add(1, Ordering::AcqRel);
         self.valid_until_ms.store(0, Ordering::Release);
     }
@@ -124,6 +134,21 @@ impl RangeSource for DatedRanges {
     async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool> {
         self.segments.give_back(tag, unused).await
     }
+
+    fn is_last(&self, range: &Range<u64>) -> bool {
+        self.dating.ends_period(range.end)
+    }
+}
+
+impl DatedRanges {
+    /// Reads the store's clock and records the offset (the background check between
+    /// allocations).
+    async fn measure(&self) -> Result<()> {
+        let before = self.clock.now_ms();
+        let store_ms = self.leases.clock_ms().await?;
+        self.time.measure(store_ms, before, self.clock.now_ms());
+        Ok(())
+    }
 }
 
 /// The buffer of one dated tag: see the module documentation.
@@ -157,6 +182,7 @@ impl DatedBuffer {
         runtime: Handle,
     ) -> Arc<Self> {
         let config = SegmentConfig {
+            min_step: dating.range_cap(config.min_step),
             target_lifetime: std::time::Duration::ZERO,
             ..config
         };
@@ -251,9 +277,12 @@ impl DatedBuffer {
         .await
     }
 
-    /// Passes a new step to the current buffer and the ones after it.
+    /// Passes a new step (capped, see [`Dating::range_cap`]) to the current buffer and the
+    /// ones after it.
     pub fn set_min_step(&self, step: u64) {
-        self.current.load().set_min_step(step);
+        self.current
+            .load()
+            .set_min_step(self.dating.range_cap(step));
     }
 
     /// Gives the current buffer's unused tail back (see [`SegmentBuffer::shutdown`]).
@@ -272,7 +301,25 @@ impl DatedBuffer {
         let mut fresh = 0;
         loop {
             let buffer = self.current.load_full();
-            let taken = take(Arc::clone(&buffer)).await?;
+            let taken = match take(Arc::clone(&buffer)).await {
+                Ok(taken) => taken,
+                // The buffer holds its period's last range, and it cannot serve this call.
+                Err(Error::TagExhausted { .. }) => {
+                    let floor = self.floor()?;
+                    // The counter is one below the next ID: counter 0 of its period when
+                    // nothing was handed out yet, so compare periods, not IDs.
+                    let held = buffer.counter().unwrap_or(0);
+                    let period_over = self.dating.split(held).0 < self.dating.split(floor).0;
+                    if period_over && fresh < FRESH_BUFFERS {
+                        // That period is over: a fresh buffer for the one the store is in.
+                        fresh += 1;
+                        self.replace(&buffer);
+                        continue;
+                    }
+                    return Err(self.period_end(held));
+                }
+                Err(error) => return Err(error),
+            };
             let floor = self.floor()?;
             match first(&taken) {
                 Some(id) if id < floor && fresh < FRESH_BUFFERS => {
@@ -284,19 +331,46 @@ impl DatedBuffer {
         }
     }
 
+    /// The refusal of a call that the period's last range (around `held`) cannot serve.
+    fn period_end(&self, held: u64) -> Error {
+        let (key, _) = self.dating.split(held);
+        Error::PeriodUnavailable {
+            tag: self.tag.to_string(),
+            reason: format!(
+                "too few of period {key}'s counters are left for this request (of {} in all); \
+                 ask for fewer, or wait for the next period",
+                self.dating.per_period()
+            ),
+        }
+    }
+
     /// The smallest ID of the period the store is in by this node's estimate, recomputing the
-    /// hot path's cache when it ran out or the offset was measured again.
+    /// hot path's cache when it ran out or the offset was measured again, and reading the
+    /// store's clock again in the background every [`REMEASURE_MS`].
     fn floor(&self) -> Result<u64> {
         let now = self.clock.now_ms();
         if now < self.time.valid_until_ms.load(Ordering::Acquire) {
             return Ok(self.time.floor.load(Ordering::Acquire));
         }
         let measured = self.time.measured.load(Ordering::Acquire);
+        let next_measure = self
+            .time
+            .measured_at_ms
+            .load(Ordering::Relaxed)
+            .saturating_add(REMEASURE_MS);
+        let recheck_at = if now >= next_measure {
+            self.remeasure();
+            now.saturating_add(REMEASURE_MS)
+        } else {
+            next_measure
+        };
         let store_now = self.time.store_ms(now);
         let span = self.dating.period_at(store_now)?;
         let floor = self.dating.compose(span.key, 1);
-        // The period's end on this node's clock.
-        let until = now.saturating_add(span.ends_ms.saturating_sub(store_now));
+        // The period's end on this node's clock, or the next reading of the store's clock.
+        let until = now
+            .saturating_add(span.ends_ms.saturating_sub(store_now))
+            .min(recheck_at);
         self.time.floor.store(floor, Ordering::Release);
         self.time.valid_until_ms.store(until, Ordering::Release);
         if self.time.measured.load(Ordering::Acquire) != measured {
@@ -304,6 +378,19 @@ impl DatedBuffer {
             self.time.valid_until_ms.store(0, Ordering::Release);
         }
         Ok(floor)
+    }
+
+    /// Reads the store's clock in the background, unless a reading is under way; its result
+    /// resets the hot path's cache. A failed reading is retried at the next check.
+    fn remeasure(&self) {
+        if self.time.measuring.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let source = Arc::clone(&self.source);
+        drop(self.runtime.spawn(async move {
+            let _ = source.measure().await;
+            source.time.measuring.store(false, Ordering::Release);
+        }));
     }
 
     /// Replaces `stale` (if it is still current) with a fresh buffer, whose first range the
@@ -475,6 +562,68 @@ mod tests {
         }
         assert!(refused);
         assert!(seen.iter().all(|id| id / 1_000_000 == 20261124));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_batch_too_large_for_the_period_leaves_the_period_to_others() {
+        let clock = ManualClock::shared(LAST_SECOND - 3_600_000);
+        let (store, tag) = store(&clock, daily(2)).await;
+        let buffer = DatedBuffer::new(
+            tag.clone(),
+            daily(2),
+            store.clone(),
+            store.clone(),
+            clock.clone(),
+            SegmentConfig::with_min_step(50),
+            Handle::current(),
+        );
+        // Too large as the very first call (the buffer holds nothing yet): nothing is lost.
+        assert!(buffer.next_many(150).await.is_err());
+        assert_eq!(
+            take_many(&buffer, 10).await,
+            (1..=10).map(|c| 2026112300 + c).collect::<Vec<_>>()
+        );
+        let refused = buffer.next_many(95).await.unwrap_err();
+        assert!(refused.to_string().contains("too few"), "{refused}");
+        // The rest of the period is still there (at most the run begun in the segment held is
+        // a gap), up to its last counter, 99.
+        let runs = buffer.next_many(80).await.unwrap();
+        let ids: Vec<u64> = runs.into_iter().flatten().collect();
+        assert_eq!(ids.len(), 80);
+        assert!(
+            ids[0] <= 2026112312 && *ids.last().unwrap() < 2026112400,
+            "{ids:?}"
+        );
+        let mut rest = Vec::new();
+        while let Ok(id) = buffer.next().await {
+            rest.push(id);
+        }
+        assert_eq!(rest.last(), Some(&2026112399), "{rest:?}");
+        assert!(matches!(
+            buffer.next().await,
+            Err(Error::PeriodUnavailable { .. })
+        ));
+        clock.advance(Duration::from_secs(2 * 3_600));
+        assert_eq!(buffer.next().await.unwrap(), 2026112401);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_store_clock_that_steps_forward_is_noticed_between_ranges() {
+        let store_clock = ManualClock::shared(LAST_SECOND - 60_000);
+        let (store, tag) = store(&store_clock, daily(6)).await;
+        let node_clock = ManualClock::shared(LAST_SECOND - 60_000);
+        let buffer = node(&store, &tag, &node_clock);
+        assert_eq!(take(&buffer).await, daily(6).compose(20261123, 1));
+        // The store's clock jumps past midnight; the node's runs on. Within REMEASURE_MS and
+        // a reading, the node hands out the new day, though it holds yesterday's range.
+        store_clock.advance(Duration::from_secs(120));
+        let mut last = 0;
+        for _ in 0..50 {
+            node_clock.advance(Duration::from_millis(100));
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            last = take(&buffer).await;
+        }
+        assert_eq!(daily(6).split(last).0, 20261124, "{last}");
     }
 
     async fn take_many(buffer: &DatedBuffer, n: usize) -> Vec<u64> {

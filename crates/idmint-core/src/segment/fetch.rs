@@ -100,7 +100,13 @@ impl SegmentBuffer {
             self.notify();
             return Installed::Orphan(allocated);
         }
-        let checked = LoadedRange::check(allocated, control.floor, self.config.prefetch_at);
+        let source_end = self.store.is_last(&allocated);
+        let checked = LoadedRange::check_with_end(
+            allocated,
+            control.floor,
+            self.config.prefetch_at,
+            source_end,
+        );
         let installed = match checked {
             Err(error) => {
                 control.fetch.last_error = Some(error.clone());

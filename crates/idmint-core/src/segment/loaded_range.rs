@@ -42,7 +42,20 @@ impl LoadedRange {
     /// start below `floor` (the end of the previous range this buffer took), or IDs would not
     /// strictly increase. `prefetch_at` (in `0..=1`) places the prefetch trigger. The range may
     /// be shorter than the step asked for (the tag's last one is cut at [`MAX_SEGMENT_ID`]).
+    #[cfg(test)]
     pub(crate) fn check(allocated: Range<u64>, floor: u64, prefetch_at: f64) -> Result<Self> {
+        Self::check_with_end(allocated, floor, prefetch_at, false)
+    }
+
+    /// [`check`](Self::check) for a range its source says is the last one it has
+    /// (`source_end`, see [`RangeSource::is_last`](super::RangeSource::is_last)) even below
+    /// [`MAX_SEGMENT_ID`].
+    pub(crate) fn check_with_end(
+        allocated: Range<u64>,
+        floor: u64,
+        prefetch_at: f64,
+        source_end: bool,
+    ) -> Result<Self> {
         let start = allocated.start.max(1);
         if start >= allocated.end {
             return Err(Error::store_invalid(format!(
@@ -58,7 +71,7 @@ impl LoadedRange {
         let len = (allocated.end - start).min(MAX_SEGMENT_LEN);
         // `as` saturates; the product is at most `len`, which fits.
         let trigger = ((len as f64 * prefetch_at) as u64).min(len - 1);
-        let last = allocated.end >= MAX_SEGMENT_ID;
+        let last = source_end || allocated.end >= MAX_SEGMENT_ID;
         Ok(Self {
             allocated,
             start,

@@ -28,6 +28,14 @@ pub trait RangeSource: Send + Sync + fmt::Debug {
     /// Gives back `unused`, the unused tail of the last range taken, when the source can take
     /// it (nobody took IDs after it); returns whether it did.
     async fn give_back(&self, tag: &Tag, unused: Range<u64>) -> Result<bool>;
+
+    /// Whether `range` is the last this source will ever hand the buffer, even though it ends
+    /// below `MAX_SEGMENT_ID` (a dated tag's range that ends with its period). The buffer then
+    /// treats it as a tag's end: it fetches nothing after it, and a run that does not fit in
+    /// what is left fails without taking any of it. False by default.
+    fn is_last(&self, _range: &Range<u64>) -> bool {
+        false
+    }
 }
 
 /// A store as a range source.

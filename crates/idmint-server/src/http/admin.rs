@@ -159,12 +159,13 @@ pub(crate) async fn put_tag(
     JsonBody(body): JsonBody<TagBody>,
 ) -> Result<Response, ApiError> {
     body.validate()?;
-    let dating = body.dating()?;
-    if dating.is_some() {
-        refuse_dated(&state, &body)?;
-    }
     let store = &state.ids.store().segments;
-    if store.tag_info(&tag).await?.is_none() {
+    let existing = store.tag_info(&tag).await?;
+    if existing.is_none() {
+        let dating = body.dating()?;
+        if dating.is_some() {
+            refuse_dated(&state, &body)?;
+        }
         let defaults = TagSettings::default();
         let settings = TagSettings {
             step: body.step.unwrap_or(defaults.step),
@@ -179,7 +180,16 @@ pub(crate) async fn put_tag(
             Err(error) => return Err(error.into()),
         }
     }
-    if let Some(field) = body.creation_only() {
+    // The same dating again (a provisioning script run twice) is no change of it.
+    let same_dating = body.first_id.is_none()
+        && body.period.is_some()
+        && existing.is_some_and(|info| {
+            body.dating()
+                .ok()
+                .flatten()
+                .is_some_and(|asked| info.dating == Some(asked))
+        });
+    if let Some(field) = body.creation_only().filter(|_| !same_dating) {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "tag_exists",

@@ -121,7 +121,9 @@ impl From<Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         telemetry::record_http_error(self.code);
-        if self.status.is_server_error() {
+        // A dated tag's used-up period is the tag's state, not the node's trouble: counted in
+        // the metrics, not logged once per refused request.
+        if self.status.is_server_error() && self.code != "period_unavailable" {
             tracing::warn!(
                 status = %self.status,
                 code = self.code,
@@ -139,7 +141,9 @@ impl IntoResponse for ApiError {
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+        // Retrying in a second helps a store or lease in trouble; a used-up period lifts only
+        // at the next one, which the message names.
+        if self.status == StatusCode::SERVICE_UNAVAILABLE && self.code != "period_unavailable" {
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.status == StatusCode::UNAUTHORIZED {

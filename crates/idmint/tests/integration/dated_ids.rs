@@ -181,10 +181,48 @@ async fn dated_tags_start_again_each_period_and_keep_no_range(store: String) {
     // The dating is fixed; the step is not.
     let (status, answer) = put_tag(&http, &node, "orders", json!({"period": "month"})).await;
     assert_eq!(status, 409, "{answer}");
+    let (status, answer) = put_tag(&http, &node, "orders", json!({"time_zone": "UTC"})).await;
+    assert_eq!(status, 409, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("`time_zone`"),
+        "{answer}"
+    );
     let (status, answer) = put_tag(&http, &node, "orders", json!({"step": 80})).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["step"], 80);
     assert_eq!(answer["dating"]["period"], "day", "{answer}");
+    // The same settings again (a provisioning script run twice) are no change.
+    let same = json!({"period": "day", "time_zone": "Asia/Shanghai", "digits": 6});
+    let (status, answer) = put_tag(&http, &node, "orders", same).await;
+    assert_eq!(status, 200, "{answer}");
+
+    // A request larger than what is left of the period takes nothing: the rest stays.
+    let (status, answer) =
+        put_tag(&http, &node, "tiny", json!({"period": "day", "digits": 2})).await;
+    assert_eq!(status, 201, "{answer}");
+    let too_many = http
+        .get(format!("{}/v1/segment/tiny?count=150", node.http))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(too_many.status(), 503);
+    assert!(too_many.headers().get("retry-after").is_none());
+    let too_many: serde_json::Value = too_many.json().await.unwrap();
+    assert_eq!(
+        too_many["error"]["code"], "period_unavailable",
+        "{too_many}"
+    );
+    let body = get_json(&http, &node, "/v1/segment/tiny?count=5&format=decimal").await;
+    let counters: Vec<u64> = body["ids"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| id.as_str().unwrap().parse::<u64>().unwrap() % 100)
+        .collect();
+    assert_eq!(counters, [1, 2, 3, 4, 5], "{body}");
 
     // A numeric monthly tag.
     let (status, answer) = put_tag(
