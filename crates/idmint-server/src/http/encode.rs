@@ -48,23 +48,8 @@ pub(crate) fn ids_json_in(
     let Some(form) = form else {
         return ids_json(ids, count);
     };
-    let mut out = String::with_capacity(
-        usize::try_from(count)
-            .unwrap_or(0)
-            .saturating_mul(form.prefix().len() + form.width().max(MAX_DIGITS) + 3)
-            .saturating_add(12),
-    );
-    out.push_str("{\"ids\":[");
-    for (i, id) in ids.enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        form.encode_into(id, &mut out);
-        out.push('"');
-    }
-    out.push_str("]}");
-    out.into_bytes()
+    let width = form.prefix().len() + form.width().max(MAX_DIGITS);
+    texts_json(ids, count, width, |id, out| form.encode_into(id, out))
 }
 
 /// `{"ids":[...]}` with each of a dated tag's IDs in its text form (`20261123-000042`: digits
@@ -74,11 +59,22 @@ pub(crate) fn dated_json(
     count: u64,
     dating: &idmint_core::Dating,
 ) -> Vec<u8> {
-    let width = dating.period().key_digits() as usize + dating.digits() as usize + 3;
+    let width = dating.period().key_digits() as usize + dating.digits() as usize + 1;
+    texts_json(ids, count, width, |id, out| out.push_str(&dating.text(id)))
+}
+
+/// `{"ids":[...]}` with each ID written as a JSON string by `write` (which must write only
+/// characters JSON needs no escape for), about `width` characters each.
+fn texts_json(
+    ids: impl Iterator<Item = u64>,
+    count: u64,
+    width: usize,
+    mut write: impl FnMut(u64, &mut String),
+) -> Vec<u8> {
     let mut out = String::with_capacity(
         usize::try_from(count)
             .unwrap_or(0)
-            .saturating_mul(width)
+            .saturating_mul(width + 3)
             .saturating_add(12),
     );
     out.push_str("{\"ids\":[");
@@ -87,7 +83,7 @@ pub(crate) fn dated_json(
             out.push(',');
         }
         out.push('"');
-        out.push_str(&dating.text(id));
+        write(id, &mut out);
         out.push('"');
     }
     out.push_str("]}");
