@@ -97,10 +97,7 @@ pub struct DatedRanges {
 impl RangeSource for DatedRanges {
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
         for _ in 0..ALLOCATE_ROUNDS {
-            let before = self.clock.now_ms();
-            let store_ms = self.leases.clock_ms().await?;
-            let after = self.clock.now_ms();
-            self.time.measure(store_ms, before, after);
+            let store_ms = self.measure().await?;
             let info = self
                 .segments
                 .tag_info(tag)
@@ -141,13 +138,13 @@ impl RangeSource for DatedRanges {
 }
 
 impl DatedRanges {
-    /// Reads the store's clock and records the offset (the background check between
-    /// allocations).
-    async fn measure(&self) -> Result<()> {
+    /// Reads the store's clock, records the offset, and returns the reading: at each
+    /// allocation, and in the background between them.
+    async fn measure(&self) -> Result<u64> {
         let before = self.clock.now_ms();
         let store_ms = self.leases.clock_ms().await?;
         self.time.measure(store_ms, before, self.clock.now_ms());
-        Ok(())
+        Ok(store_ms)
     }
 }
 
