@@ -28,6 +28,7 @@ pub(crate) async fn bounded<T>(
 pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
     let kind: fn(String) -> Error = match &error {
         sqlx::Error::Database(db) if is_transient(db.code().as_deref()) => Error::store_unavailable,
+        sqlx::Error::Database(db) if is_sqlite_fault(db.as_ref()) => Error::store_unavailable,
         sqlx::Error::Database(db) if is_corruption(db.as_ref()) => Error::store_corrupt,
         sqlx::Error::Database(_)
         | sqlx::Error::ColumnDecode { .. }
@@ -44,6 +45,19 @@ pub(crate) fn sql_error(what: &str, error: sqlx::Error) -> Error {
 /// error wrappers.
 fn is_transient(code: Option<&str>) -> bool {
     matches!(code, Some("5" | "6" | "261" | "517" | "40001" | "40P01"))
+}
+
+/// Whether `db` is a SQLite error of the machine rather than of the statement: the disk is full
+/// (`SQLITE_FULL`, 13), an I/O error (`SQLITE_IOERR`, 10), the file cannot be written
+/// (`SQLITE_READONLY`, 8: a file system remounted read-only, a file whose mode changed) or
+/// opened (`SQLITE_CANTOPEN`, 14), with their extended codes. Each passes when the operator
+/// frees space or restores the file, so the call is unavailable, to be retried, never refused.
+fn is_sqlite_fault(db: &dyn sqlx::error::DatabaseError) -> bool {
+    if !is_sqlite(db) {
+        return false;
+    }
+    let code = db.code().and_then(|code| code.parse::<u32>().ok());
+    code.is_some_and(|code| matches!(code & 0xFF, 8 | 10 | 13 | 14))
 }
 
 /// Whether `error` is a database error that means the stored data is damaged (see

@@ -15,12 +15,23 @@
 //!
 //! Calls of the same batch see each other's writes in order, as they would one after the
 //! other; other connections (readers, other processes) see the batch only once committed.
+//!
+//! A batch whose transaction did not end in a confirmed `COMMIT` closes its connection instead
+//! of giving it back to the pool: closing rolls back whatever SQLite still holds open, and the
+//! pool opens a fresh connection for the next batch. That is what lets the store recover by
+//! itself from a full disk, an I/O error or a file made read-only: after such an error SQLite
+//! may or may not have rolled the transaction back already (its documentation leaves it open),
+//! so no statement could tell a reused connection's state for sure. The transaction is
+//! begun and ended with plain statements, not sqlx's `Transaction`, whose depth count is left
+//! at one when a `COMMIT` fails after SQLite rolled back by itself, refusing every later
+//! `BEGIN` on that connection for good.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use sqlx::{Pool, Sqlite, SqliteConnection, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{Pool, Sqlite, SqliteConnection};
 use tokio::sync::{watch, Mutex, OwnedMutexGuard};
 
 /// Most calls in one transaction: a bound on how long the first waits for the commit.
@@ -47,9 +58,40 @@ impl fmt::Debug for GroupCommit {
 
 /// The open transaction and the calls in it.
 struct Batch {
-    tx: Transaction<'static, Sqlite>,
+    /// The connection, inside the batch's transaction from `BEGIN IMMEDIATE` on.
+    conn: PoolConnection<Sqlite>,
+    /// Set once `COMMIT` succeeded: only then is the connection known to be outside any
+    /// transaction and given back to the pool; otherwise it is closed when dropped.
+    committed: bool,
     members: usize,
     outcome: watch::Sender<Outcome>,
+}
+
+impl Batch {
+    /// Takes a connection and begins the batch's transaction, taking SQLite's write lock.
+    async fn begin(pool: &Pool<Sqlite>) -> Result<Self, sqlx::Error> {
+        let mut batch = Batch {
+            conn: pool.acquire().await?,
+            committed: false,
+            members: 0,
+            outcome: watch::channel(None).0,
+        };
+        // Failed or cancelled, the connection is dropped with the batch, so closed.
+        sqlx::query("BEGIN IMMEDIATE")
+            .execute(&mut *batch.conn)
+            .await?;
+        Ok(batch)
+    }
+}
+
+impl Drop for Batch {
+    /// A batch dropped without a confirmed commit (rolled back, failed, abandoned) closes its
+    /// connection, so no connection with a transaction in doubt goes back to the pool.
+    fn drop(&mut self) {
+        if !self.committed {
+            self.conn.close_on_drop();
+        }
+    }
 }
 
 /// One call's part of a batch, from [`GroupCommit::join`] to [`Member::finish`].
@@ -101,15 +143,11 @@ impl GroupCommit {
         let open = member.guard.as_mut().and_then(|guard| guard.take());
         let mut batch = match open {
             Some(batch) => batch,
-            None => Batch {
-                tx: pool.begin_with("BEGIN IMMEDIATE").await?,
-                members: 0,
-                outcome: watch::channel(None).0,
-            },
+            None => Batch::begin(pool).await?,
         };
         batch.members += 1;
         sqlx::query("SAVEPOINT member")
-            .execute(&mut *batch.tx)
+            .execute(&mut *batch.conn)
             .await?;
         member.batch = Some(batch);
         Ok(member)
@@ -137,7 +175,7 @@ impl Member {
     /// The connection of the batch.
     pub(crate) fn conn(&mut self) -> &mut SqliteConnection {
         match &mut self.batch {
-            Some(batch) => &mut batch.tx,
+            Some(batch) => &mut batch.conn,
             // Only after `finish` or `drop`, which consume the member.
             None => unreachable_connection(),
         }
@@ -151,11 +189,12 @@ impl Member {
             return Err(abandoned());
         };
         if let Err(error) = sqlx::query("RELEASE SAVEPOINT member")
-            .execute(&mut *batch.tx)
+            .execute(&mut *batch.conn)
             .await
         {
-            // The transaction is in doubt: roll it all back (dropping it does), so every call
-            // of the batch fails rather than one of them claiming a write it may not have.
+            // The transaction is in doubt: roll it all back (dropping the batch closes its
+            // connection), so every call of the batch fails rather than one of them claiming
+            // a write it may not have.
             drop(batch);
             drop(guard);
             return Err(error);
@@ -208,26 +247,31 @@ impl Drop for Member {
         runtime.spawn(async move {
             let undone = async {
                 sqlx::query("ROLLBACK TO SAVEPOINT member")
-                    .execute(&mut *batch.tx)
+                    .execute(&mut *batch.conn)
                     .await?;
                 sqlx::query("RELEASE SAVEPOINT member")
-                    .execute(&mut *batch.tx)
+                    .execute(&mut *batch.conn)
                     .await
             };
             if undone.await.is_ok() {
                 let _ = commit(batch).await;
             }
-            // Else the batch is dropped: rolled back, and its calls fail.
+            // Else the batch is dropped: its connection closed, so rolled back, and its
+            // calls fail.
             drop(guard);
         });
     }
 }
 
-/// Commits `batch` and tells its waiting calls.
-async fn commit(batch: Batch) -> Result<(), sqlx::Error> {
-    let Batch { tx, outcome, .. } = batch;
-    let result = tx.commit().await;
-    outcome.send_replace(Some(
+/// Commits `batch` and tells its waiting calls. A failed commit leaves the batch uncommitted,
+/// so its connection is closed as it drops.
+async fn commit(mut batch: Batch) -> Result<(), sqlx::Error> {
+    let result = sqlx::query("COMMIT")
+        .execute(&mut *batch.conn)
+        .await
+        .map(|_| ());
+    batch.committed = result.is_ok();
+    batch.outcome.send_replace(Some(
         result
             .as_ref()
             .map(|_| ())

@@ -16,7 +16,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteQueryResult,
     SqliteSynchronous,
 };
-use sqlx::{Pool, Sqlite};
+use sqlx::{Connection, Pool, Sqlite};
 
 use super::group_commit::GroupCommit;
 use super::{Access, Dialect, Session, SqlStore};
@@ -151,6 +151,10 @@ pub(crate) async fn open(
     let pool = SqlitePoolOptions::new()
         .max_connections(4)
         .acquire_timeout(options.call_timeout)
+        // A connection sqlx still counts inside a transaction (a migration whose `COMMIT`
+        // failed after SQLite rolled back by itself) would refuse every later `BEGIN`: closed
+        // instead of reused. The group commit closes its own connections in doubt.
+        .after_release(|conn, _| Box::pin(async move { Ok(!conn.is_in_transaction()) }))
         .connect_with(connect)
         .await
         .map_err(|e| {
