@@ -34,6 +34,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    crate::allocator::purge_in_background();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

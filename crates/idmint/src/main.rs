@@ -10,6 +10,7 @@
 //! worker ID came free within `--worker-wait`). A reader that closes the pipe early
 //! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
 
+mod allocator;
 mod cmd_client;
 mod cmd_decode;
 mod cmd_id_space;

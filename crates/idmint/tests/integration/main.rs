@@ -11,6 +11,7 @@ mod common;
 mod damaged_store;
 mod dashboard;
 mod dated_ids;
+mod flood_memory;
 mod hostile_input;
 mod id_space;
 mod in_database;
