@@ -35,10 +35,22 @@ pub struct PartialConfig {
     /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://... Given several
     /// times (or several URLs separated by spaces), a store set: each store serves its own
     /// share of the IDs, so any one of them can fail (README, "Store sets"). The order is part
-    /// of the set. [default: sqlite://DATA_DIR/idmint.db]
-    #[arg(long, value_name = "URL", env = "IDMINT_STORE", value_delimiter = ' ')]
+    /// of the set. A password in a flag shows in the process list: prefer --store-file or the
+    /// variable. [default: sqlite://DATA_DIR/idmint.db]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "IDMINT_STORE",
+        value_delimiter = ' ',
+        hide_env_values = true
+    )]
     #[serde(default, deserialize_with = "one_or_many")]
     pub store: Option<Vec<String>>,
+
+    /// File holding the store URL, or the URLs of a store set one a line in their order (e.g.
+    /// a systemd credential or a Kubernetes secret); instead of --store.
+    #[arg(long, value_name = "FILE", env = "IDMINT_STORE_FILE")]
+    pub store_file: Option<PathBuf>,
 
     /// The store of the set this node asks first (its position in the --store list, from 0),
     /// e.g. the one in its own datacenter. [default: chosen from the node's name]
@@ -522,11 +534,18 @@ impl ServeConfig {
     ) -> Result<Self, ServerError> {
         let layers = command_line.over(file)?.over(PartialConfig::defaults())?;
         let data_dir = defaulted(layers.data_dir, "data-dir")?;
-        let stores = match layers.store {
-            Some(stores) if !stores.is_empty() => stores,
-            _ => vec![embedded_store_url(&data_dir)],
+        let (stores, store_setting) = match (layers.store, layers.store_file) {
+            (Some(_), Some(_)) => {
+                return Err(ServerError::Config {
+                    setting: "store-file".into(),
+                    reason: "is set together with --store: give one".into(),
+                })
+            }
+            (None, Some(path)) => (read_store_file(&path)?, "store-file"),
+            (Some(stores), None) if !stores.is_empty() => (stores, "store"),
+            _ => (vec![embedded_store_url(&data_dir)], "store"),
         };
-        check_store_list(&stores, layers.home_store)?;
+        check_store_list(&stores, store_setting, layers.home_store)?;
         let store_block = defaulted(layers.store_block, "store-block")?;
         let store_call_timeout = defaulted(layers.store_call_timeout, "store-call-timeout")?;
         if store_call_timeout.is_zero() {
@@ -731,11 +750,37 @@ impl Default for ConnectionLimits {
 
 /// A setting after the defaults layer: [`PartialConfig::defaults`] gives it a value, so `None`
 /// would be a setting added without its default, refused rather than guessed.
-/// Refuses an empty URL, a URL given twice (one store cannot be two parts of a set) and a
-/// home store outside the list.
-fn check_store_list(stores: &[String], home: Option<usize>) -> Result<(), ServerError> {
+/// The store URLs in the file at `path` (`--store-file`): one a line, spaces around each and
+/// blank lines (a trailing line break) ignored. Errors never quote the file.
+fn read_store_file(path: &Path) -> Result<Vec<String>, ServerError> {
     let refused = |reason: String| ServerError::Config {
-        setting: "store".into(),
+        setting: "store-file".into(),
+        reason: format!("{}: {reason}", path.display()),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| refused(format!("cannot read: {e}")))?;
+    let stores: Vec<String> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if stores.is_empty() {
+        return Err(refused(
+            "holds no store URL (one a line: the store, or each store of a set)".into(),
+        ));
+    }
+    Ok(stores)
+}
+
+/// Refuses an empty URL, a URL given twice (one store cannot be two parts of a set) and a
+/// home store outside the list; `setting` gave the list.
+fn check_store_list(
+    stores: &[String],
+    setting: &str,
+    home: Option<usize>,
+) -> Result<(), ServerError> {
+    let refused = |reason: String| ServerError::Config {
+        setting: setting.into(),
         reason,
     };
     for (i, url) in stores.iter().enumerate() {
@@ -919,6 +964,49 @@ mod tests {
         assert_eq!(config.stores, ["postgres://db/ids"]);
         assert_eq!(config.worker_id, Some(7));
         assert!(!config.auto_create_tags);
+    }
+
+    #[test]
+    fn store_urls_come_from_a_file_one_a_line_never_beside_store() {
+        let dir = std::env::temp_dir().join(format!("idmint-store-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let resolve = |text: &str, store: Option<&str>| {
+            let path = dir.join("store-url");
+            std::fs::write(&path, text).unwrap();
+            let command_line = PartialConfig {
+                store: store.map(|s| vec![s.to_owned()]),
+                store_file: Some(path),
+                ..PartialConfig::default()
+            };
+            ServeConfig::resolve(command_line, PartialConfig::default(), "h")
+        };
+        let one = resolve("postgres://u:pa55@db/ids\n", None).unwrap();
+        assert_eq!(one.stores, ["postgres://u:pa55@db/ids"]);
+        let set = resolve("  postgres://a/ids\r\n\nredis://:pa55@b/\n", None).unwrap();
+        assert_eq!(set.stores, ["postgres://a/ids", "redis://:pa55@b/"]);
+        for (text, store, expected) in [
+            (
+                "postgres://db/ids\n",
+                Some("redis://b/"),
+                "together with --store",
+            ),
+            ("\n  \n", None, "holds no store URL"),
+            (
+                "redis://:pa55@a/\nredis://:pa55@a/\n",
+                None,
+                "repeats an earlier one",
+            ),
+        ] {
+            match resolve(text, store) {
+                Err(ServerError::Config { setting, reason }) => {
+                    assert_eq!(setting, "store-file", "{text:?}");
+                    assert!(reason.contains(expected), "{text:?}: {reason}");
+                    assert!(!reason.contains("pa55"), "{text:?}: {reason}");
+                }
+                other => panic!("{text:?} accepted: {other:?}"),
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -4,9 +4,14 @@
 //!
 //! The first event after a quiet interval is logged at once (an operator sees the first wrong
 //! token when it happens); the ones after it are summed and logged by the next event past the
-//! interval or by [`Tally::flush`], which each listener calls on a timer.
+//! interval or by [`Tally::flush`], which a task of each listener calls every [`LOG_EVERY`],
+//! and which runs once more when the listener's tallies are dropped at shutdown: the end of a
+//! burst is logged within [`LOG_EVERY`] of it, never lost. Every line names the listener, the
+//! count and the address of the last client, on both front ends alike.
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use metrics::Counter;
@@ -28,6 +33,8 @@ pub(crate) struct Tally {
     /// Milliseconds after `base` when the next line may be written.
     next_log_ms: AtomicU64,
     base: Instant,
+    /// The client of the last event, for the line that sums it.
+    last_peer: Mutex<Option<SocketAddr>>,
 }
 
 impl Tally {
@@ -56,12 +63,17 @@ impl Tally {
             pending: AtomicU64::new(0),
             next_log_ms: AtomicU64::new(0),
             base: Instant::now(),
+            last_peer: Mutex::new(None),
         }
     }
 
     /// Counts one event from `peer` (logged when it is the first of an interval).
-    pub(crate) fn add(&self, peer: impl std::fmt::Display) {
+    pub(crate) fn add(&self, peer: SocketAddr) {
         self.counter.increment(1);
+        *self
+            .last_peer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(peer);
         self.pending.fetch_add(1, Ordering::Relaxed);
         let now = self.elapsed_ms();
         let due = self.next_log_ms.load(Ordering::Relaxed);
@@ -77,14 +89,7 @@ impl Tally {
                 .is_ok()
         {
             let count = self.pending.swap(0, Ordering::Relaxed);
-            tracing::warn!(
-                listener = self.listener,
-                count,
-                last_peer = %peer,
-                "{} ({count} since the last report; at most one report per {} s)",
-                self.what,
-                LOG_EVERY.as_secs()
-            );
+            self.report(count, peer);
         }
     }
 
@@ -94,14 +99,27 @@ impl Tally {
         if count > 0 {
             self.next_log_ms
                 .store(self.elapsed_ms() + log_every_ms(), Ordering::Relaxed);
-            tracing::warn!(
-                listener = self.listener,
-                count,
-                "{} ({count} in the last {} s)",
-                self.what,
-                LOG_EVERY.as_secs()
-            );
+            let peer = *self
+                .last_peer
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            match peer {
+                Some(peer) => self.report(count, peer),
+                None => self.report(count, "an unknown client"),
+            }
         }
+    }
+
+    /// The one line of `count` events, the last from `peer`.
+    fn report(&self, count: u64, peer: impl std::fmt::Display) {
+        tracing::warn!(
+            listener = self.listener,
+            count,
+            last_peer = %peer,
+            "{}: {count} since the last report, the last from {peer} (at most one report per {} s)",
+            self.what,
+            LOG_EVERY.as_secs()
+        );
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -179,7 +197,7 @@ impl ListenerTallies {
         tallies
     }
 
-    /// Logs every count pending.
+    /// Logs every count pending (also when dropped, at shutdown).
     pub(crate) fn flush(&self) {
         for tally in [
             &self.over_limit,
@@ -195,6 +213,14 @@ impl ListenerTallies {
     }
 }
 
+impl Drop for ListenerTallies {
+    /// The listener is done (its last connection closed at shutdown): what is pending is
+    /// logged now, or never.
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
 fn log_every_ms() -> u64 {
     u64::try_from(LOG_EVERY.as_millis()).unwrap_or(u64::MAX)
 }
@@ -206,16 +232,17 @@ mod tests {
     #[test]
     fn a_burst_is_one_line_then_one_sum() {
         let tally = Tally::auth_failures("test");
-        tally.add("a");
+        let a = SocketAddr::from(([127, 0, 0, 1], 1));
+        tally.add(a);
         // The first was logged at once; the next ones wait for the interval.
         assert_eq!(tally.pending.load(Ordering::Relaxed), 0);
         for _ in 0..999 {
-            tally.add("a");
+            tally.add(a);
         }
         assert_eq!(tally.pending.load(Ordering::Relaxed), 999);
         tally.flush();
         assert_eq!(tally.pending.load(Ordering::Relaxed), 0);
-        tally.add("a");
+        tally.add(a);
         assert_eq!(tally.pending.load(Ordering::Relaxed), 1);
     }
 }

@@ -1,4 +1,4 @@
-//! Store URLs: which backend, and how to show the URL without its password.
+//! Store URLs: which backend, and how to show a URL without its credentials ([`redact`]).
 
 use url::Url;
 
@@ -40,14 +40,24 @@ impl Backend {
 }
 
 /// A parsed store URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Location {
     /// Which store.
     pub backend: Backend,
     /// The URL as given (with its password): for the driver only.
     pub url: String,
-    /// The URL with its password replaced by `***`: for logs and errors.
+    /// The URL through [`redact`]: for logs, errors and routes.
     pub display: String,
+}
+
+impl std::fmt::Debug for Location {
+    /// The displayed URL only: a `{:?}` must not print the password either.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Location")
+            .field("backend", &self.backend)
+            .field("display", &self.display)
+            .finish()
+    }
 }
 
 impl Location {
@@ -152,23 +162,178 @@ fn check_sqlite(url: &str) -> Result<()> {
     Ok(())
 }
 
-/// `url` with any password replaced by `***`, safe to log.
+/// What takes the place of a hidden credential.
+const HIDDEN: &str = "***";
+
+/// Pieces of a query parameter's name (percent-decoded, lower-cased, letters and digits only)
+/// that mark its value as a credential: `password`, `sslpassword`, `passfile`, `pwd`,
+/// `secret`, `token`, `auth`, `sslkey`, `api_key`, `credentials`... A file path hidden this way
+/// (`sslkey`, `passfile`) costs the reader little; a password shown costs the operator a
+/// rotation.
+const SECRET_NAMES: [&str; 7] = ["pass", "pwd", "secret", "token", "auth", "key", "cred"];
+
+/// `url` with every credential replaced by `***`: safe to log, to put in an error and to
+/// answer on a route. Every store URL idmint shows goes through this one function.
+///
+/// Hidden, for every kind of store:
+/// - the password of `user:password@` (also Redis' `:password@`); the user name, the host,
+///   the port and the path stay, so an operator can tell the stores apart;
+/// - the value of every query parameter whose name holds a piece of [`SECRET_NAMES`], in any
+///   case and percent-encoded or not (`?password=`, `?sslpassword=`, `?Pass%77ord=`);
+/// - a fragment (`#...`): no driver reads one, and it can only hold the rest of a password
+///   written with a bare `#`.
+///
+/// A password written without percent-encoding its `@`, `/`, `?` or `#` ends the URL's
+/// authority early, so its rest would seem to be a path, a query or a fragment, and cannot be
+/// told from them. So when an `@` shows up past the authority, everything between `//` and the
+/// last `@` is hidden; and when that part holds a `=`, the last `@` may have been inside a
+/// parameter's value, so nothing after `//` is shown. (A URL with an `@` in a parameter's
+/// value, `?application_name=a@b`, is shown that way too: safe, if terse.) Text that is no URL is shown up to its last `@` hidden, as if it
+/// were one that lacks its `//`.
 pub fn redact(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            // Cannot fail for URLs that already carry a password.
-            let _ = parsed.set_password(Some("***"));
-            parsed.to_string()
+    let (scheme, rest) = split_scheme(url);
+    let mut out = String::with_capacity(url.len() + HIDDEN.len());
+    out.push_str(scheme);
+    let sqlite = scheme.eq_ignore_ascii_case("sqlite:");
+    let Some(after) = rest.strip_prefix("//") else {
+        // No authority: `sqlite:PATH` (whose path may hold `@`), or not a store URL at all,
+        // where an `@` can only follow credentials written without `//`.
+        if sqlite {
+            push_tail(&mut out, rest, sqlite);
+        } else {
+            push_hiding_to_last_at(&mut out, rest);
         }
-        Ok(_) => url.to_owned(),
-        // Unparsable: hide everything between `//` and `@`, in case it holds credentials.
-        Err(_) => match (url.find("//"), url.rfind('@')) {
-            (Some(start), Some(at)) if at > start => {
-                format!("{}//***{}", &url[..start], &url[at..])
-            }
-            _ => url.to_owned(),
-        },
+        return out;
+    };
+    out.push_str("//");
+    let authority_end = if sqlite {
+        // As `check_sqlite` reads it: the first path segment.
+        after.find('/')
+    } else {
+        after.find(['/', '?', '#'])
     }
+    .unwrap_or(after.len());
+    let (authority, tail) = after.split_at(authority_end);
+    if !sqlite && tail.contains('@') {
+        push_hiding_to_last_at(&mut out, after);
+        return out;
+    }
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push(':');
+                    out.push_str(HIDDEN);
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
+    }
+    push_tail(&mut out, tail, sqlite);
+    out
+}
+
+/// `url` cut after its scheme's `:` (`("postgres:", "//...")`), or `("", url)` when it starts
+/// with no scheme.
+fn split_scheme(url: &str) -> (&str, &str) {
+    let Some(colon) = url.find(':') else {
+        return ("", url);
+    };
+    let name = &url[..colon];
+    let is_scheme = name.starts_with(|c: char| c.is_ascii_alphabetic())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    if is_scheme {
+        url.split_at(colon + 1)
+    } else {
+        ("", url)
+    }
+}
+
+/// `text` (a network URL after its `//`, or after its scheme when it has no `//`) with
+/// everything up to its last `@` hidden; nothing at all when that part holds a `=`: the `@`
+/// may then have been inside a parameter's value, the rest of which would show.
+fn push_hiding_to_last_at(out: &mut String, text: &str) {
+    let rest = match text.rfind('@') {
+        Some(at) if text[..at].contains('=') => {
+            out.push_str(HIDDEN);
+            return;
+        }
+        Some(at) => {
+            out.push_str(HIDDEN);
+            out.push('@');
+            &text[at + 1..]
+        }
+        None => text,
+    };
+    let host_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    out.push_str(&rest[..host_end]);
+    push_tail(out, &rest[host_end..], false);
+}
+
+/// The path as it is, the query with credentials hidden, a fragment hidden (a SQLite path may
+/// hold `#`: it is kept there).
+fn push_tail(out: &mut String, tail: &str, sqlite: bool) {
+    let (before_fragment, fragment) = if sqlite {
+        (tail, None)
+    } else {
+        match tail.split_once('#') {
+            Some((before, fragment)) => (before, Some(fragment)),
+            None => (tail, None),
+        }
+    };
+    match before_fragment.split_once('?') {
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            push_query(out, query);
+        }
+        None => out.push_str(before_fragment),
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        if !fragment.is_empty() {
+            out.push_str(HIDDEN);
+        }
+    }
+}
+
+/// The query string with the value of each parameter that names a credential hidden.
+fn push_query(out: &mut String, query: &str) {
+    for (i, pair) in query.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        match pair.split_once('=') {
+            Some((name, _value)) if names_a_secret(name) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(HIDDEN);
+            }
+            // A bare name that decodes to a credential (`password%3Ds3cret`): all of it.
+            None if names_a_secret(pair) => out.push_str(HIDDEN),
+            _ => out.push_str(pair),
+        }
+    }
+}
+
+/// Whether the parameter name `raw` (as written: `+` and `%XX` decoded here) names a
+/// credential: see [`SECRET_NAMES`].
+fn names_a_secret(raw: &str) -> bool {
+    let decoded: String = url::form_urlencoded::parse(raw.as_bytes())
+        .map(|(name, value)| format!("{name}{value}"))
+        .collect();
+    let folded: String = decoded
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    SECRET_NAMES.iter().any(|piece| folded.contains(piece))
 }
 
 #[cfg(test)]

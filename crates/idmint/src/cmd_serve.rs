@@ -27,13 +27,7 @@ pub fn run(args: &ServeArgs) -> Result<()> {
         None => PartialConfig::default(),
     };
     let config = ServeConfig::resolve(args.settings.clone(), file, &host_name())?;
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    crate::logging::init();
     crate::allocator::purge_in_background();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -21,6 +21,7 @@ mod cmd_sql;
 mod error;
 mod form_opts;
 mod layout_opts;
+mod logging;
 mod store_opts;
 mod text;
 

@@ -22,10 +22,21 @@ pub struct StoreOpts {
     data_dir: Option<PathBuf>,
 
     /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://...; given several
-    /// times (or separated by spaces), the stores of a set, in their order.
+    /// times (or separated by spaces), the stores of a set, in their order. A password in a
+    /// flag shows in the process list: prefer --store-file or the variable.
     /// [default: sqlite://<data-dir>/idmint.db]
-    #[arg(long, value_name = "URL", env = "IDMINT_STORE", value_delimiter = ' ')]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "IDMINT_STORE",
+        value_delimiter = ' ',
+        hide_env_values = true
+    )]
     store: Option<Vec<String>>,
+
+    /// File holding the store URL, or the URLs of a set one a line; instead of --store.
+    #[arg(long, value_name = "FILE", env = "IDMINT_STORE_FILE")]
+    store_file: Option<PathBuf>,
 
     /// The deployment's prefix in the store. [default: idmint]
     #[arg(long, value_name = "NAME", env = "IDMINT_NAMESPACE")]
@@ -53,6 +64,7 @@ impl StoreOpts {
         let command_line = PartialConfig {
             data_dir: self.data_dir.clone(),
             store: self.store.clone(),
+            store_file: self.store_file.clone(),
             namespace: self.namespace.clone(),
             allow_non_durable: self.allow_non_durable,
             ..PartialConfig::default()

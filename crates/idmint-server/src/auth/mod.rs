@@ -8,8 +8,8 @@
 //! - `metrics`: `/metrics` and `INFO`, which name every tag and its rate.
 //!
 //! With no token configured everything is open, as before. With any, nothing but the health
-//! checks (`/healthz`, `/readyz`; `PING`, `HELLO`, `AUTH`, `QUIT`, `RESET`) is served without
-//! one. Tokens are kept only as SHA-256 digests and a presented token is hashed and compared
+//! checks (`/healthz`, `/readyz`, whose details then need the metrics scope; `PING`, `HELLO`,
+//! `AUTH`, `QUIT`, `RESET`) is served without one. Tokens are kept only as SHA-256 digests and a presented token is hashed and compared
 //! with every digest in constant time: neither the time of a refusal nor the memory of the
 //! process gives a token away. The set is replaced whole on reload ([`Auth::replace`]).
 

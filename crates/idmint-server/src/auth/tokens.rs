@@ -119,16 +119,46 @@ fn refused(setting: &str, reason: String) -> ServerError {
     }
 }
 
-/// A token in the clear: not empty, and a warning when short.
+/// What makes a token given in the clear unusable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unusable {
+    /// Empty or blank: it would turn authentication off.
+    Empty,
+    /// Spaces at an end or a control character: HTTP drops the spaces around a Bearer token
+    /// and no header holds a line break, so no request would ever match it, with nothing said.
+    Unsendable,
+}
+
+impl Unusable {
+    fn of(secret: &str) -> Option<Self> {
+        if secret.trim().is_empty() {
+            Some(Self::Empty)
+        } else if secret.trim() != secret || secret.chars().any(char::is_control) {
+            Some(Self::Unsendable)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a secret cannot be used, after the words naming it.
+const UNSENDABLE: &str = "begins or ends with a space or holds a control character (a line \
+                          break, a tab), which no HTTP client can send: it would match no request";
+
+/// A token in the clear: not empty, nothing a client cannot send, and a warning when short.
 fn check_secret(setting: &str, what: &str, secret: &str) -> Result<(), ServerError> {
-    if secret.trim().is_empty() {
-        return Err(refused(
-            setting,
-            format!(
-                "{what} is empty, which would turn authentication off; give a token, or unset \
-                 it to run without one"
-            ),
-        ));
+    match Unusable::of(secret) {
+        Some(Unusable::Empty) => {
+            return Err(refused(
+                setting,
+                format!(
+                    "{what} is empty, which would turn authentication off; give a token, or \
+                     unset it to run without one"
+                ),
+            ))
+        }
+        Some(Unusable::Unsendable) => return Err(refused(setting, format!("{what} {UNSENDABLE}"))),
+        None => {}
     }
     if secret.len() < SHORT_SECRET {
         tracing::warn!(
@@ -140,7 +170,9 @@ fn check_secret(setting: &str, what: &str, secret: &str) -> Result<(), ServerErr
     Ok(())
 }
 
-/// The token in `path`, without the line break (or spaces) around it.
+/// The token in `path`, without the line break (or spaces) around it. A file of several
+/// lines is refused: its token would be the lines joined by a line break, which no client can
+/// send, so every request would be refused with nothing said.
 fn read_admin_token(path: &Path) -> Result<String, ServerError> {
     let text = std::fs::read_to_string(path).map_err(|error| {
         refused(
@@ -148,7 +180,19 @@ fn read_admin_token(path: &Path) -> Result<String, ServerError> {
             format!("{}: cannot read: {error}", path.display()),
         )
     })?;
-    Ok(text.trim().to_owned())
+    let token = text.trim();
+    let lines = token.lines().filter(|line| !line.trim().is_empty()).count();
+    if lines > 1 {
+        return Err(refused(
+            "admin-token-file",
+            format!(
+                "{}: holds {lines} lines; it holds one token, on its only line (for several \
+                 tokens, use --tokens-file)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(token.to_owned())
 }
 
 /// The grants and digests of a tokens file.
@@ -207,8 +251,15 @@ impl TokenEntry {
         }
         let digest = match (&self.secret, &self.sha256) {
             (Some(secret), None) => {
+                match Unusable::of(secret) {
+                    Some(Unusable::Empty) => return Err("has an empty secret".into()),
+                    Some(Unusable::Unsendable) => {
+                        return Err(format!("has a secret that {UNSENDABLE}"))
+                    }
+                    None => {}
+                }
                 check_secret("tokens-file", &format!("token `{}`", self.name), secret)
-                    .map_err(|_| String::from("has an empty secret"))?;
+                    .map_err(|error| error.to_string())?;
                 digest(secret.as_bytes())
             }
             (None, Some(hex)) => parse_sha256(hex)
@@ -351,6 +402,30 @@ mod tests {
         assert!(
             matches!(blank.load(), Err(ServerError::Config { reason, .. }) if reason.contains("empty"))
         );
+        // Two tokens, or a token and a stray line: neither could ever be presented.
+        for text in [
+            "first-token-0123456789\nsecond-token-0123456789\n",
+            "a-token-0123456789\n\n  x\n",
+        ] {
+            let (_dir, two) = file(text);
+            let two = TokenSources {
+                admin_token_file: Some(two),
+                ..TokenSources::default()
+            };
+            let Err(ServerError::Config { setting, reason }) = two.load() else {
+                panic!("{text:?} was accepted");
+            };
+            assert_eq!(setting, "admin-token-file");
+            assert!(reason.contains("holds 2 lines"), "{reason}");
+            assert!(!reason.contains("token-0123456789"), "{reason}");
+        }
+        let spaced = TokenSources {
+            admin_token: Some(" admin-token-0123456789".into()),
+            ..TokenSources::default()
+        };
+        assert!(
+            matches!(spaced.load(), Err(ServerError::Config { reason, .. }) if reason.contains("no HTTP client"))
+        );
     }
 
     #[test]
@@ -368,6 +443,8 @@ mod tests {
             ("[[token]]\nname = \"a\"\nscope = \"mint\"\ntags = []\nsecret = \"s3cret-0123456789\"\n", "empty tag list"),
             ("[[token]]\nname = \"a\"\nscope = \"s3cret\"\nsecret = \"s3cret-0123456789\"\n", "line 3"),
             ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"\"\n", "empty secret"),
+            ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-0123456789 \"\n", "no HTTP client can send"),
+            ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-01234\\n56789\"\n", "no HTTP client can send"),
             ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-0123456789\"\n[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-9876543210\"\n", "named twice"),
             ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-0123456789\"\n[[token]]\nname = \"b\"\nscope = \"mint\"\nsecret = \"s3cret-0123456789\"\n", "secret of another"),
             ("[[token]]\nname = \"a\"\nscope = \"mint\"\nsecret = \"s3cret-0123456789\" oops\n", "line 4"),

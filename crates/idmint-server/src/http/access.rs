@@ -6,6 +6,11 @@
 //! valid token of the wrong scope is a 403 and keeps the connection. The grant goes into the
 //! request's extensions, where [`TagPath`](super::params::TagPath) checks the tag.
 //!
+//! The 401 and the 403 of a token that is not valid carry [`AuthFailed`] in their extensions:
+//! the connection, which knows the client's address, counts and logs them (see
+//! `timing::Timed`), so the log names who failed without the request paying to carry the
+//! address.
+//!
 //! With no token configured the layer is not installed at all: open servers pay nothing.
 
 use std::sync::Arc;
@@ -20,6 +25,11 @@ use super::errors::ApiError;
 use super::state::AppState;
 use crate::auth::{Grant, Need};
 
+/// Marks a response to a missing or wrong token: an authentication failure, counted and
+/// logged with the client's address by the connection that sends it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AuthFailed;
+
 /// Lets the request through when its token grants `need`.
 pub(crate) async fn require(
     State((state, need)): State<(AppState, Need)>,
@@ -31,20 +41,20 @@ pub(crate) async fn require(
         .get(AUTHORIZATION)
         .and_then(|header| bearer_token(header.as_bytes()));
     let Some(token) = token else {
-        state.auth_failures.add("an HTTP client");
-        return closing(ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "this route needs `Authorization: Bearer <token>`",
-        ));
+        return refused_token(
+            ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "this route needs `Authorization: Bearer <token>`",
+            )
+            .into_response(),
+        );
     };
     let Some(grant) = state.auth.check(token) else {
-        state.auth_failures.add("an HTTP client");
-        return closing(ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
-            "the token is not valid",
-        ));
+        return refused_token(
+            ApiError::new(StatusCode::FORBIDDEN, "forbidden", "the token is not valid")
+                .into_response(),
+        );
     };
     if !grant.allows(need) {
         return ApiError::new(
@@ -62,17 +72,17 @@ pub(crate) async fn require(
     next.run(request).await
 }
 
-/// `error` with `Connection: close`.
-fn closing(error: ApiError) -> Response {
-    let mut response = error.into_response();
+/// `response` to a missing or wrong token: marked [`AuthFailed`], with `Connection: close`.
+pub(crate) fn refused_token(mut response: Response) -> Response {
     response
         .headers_mut()
         .insert(CONNECTION, HeaderValue::from_static("close"));
+    response.extensions_mut().insert(AuthFailed);
     response
 }
 
 /// The token of a `Bearer` authorization (scheme case-insensitive).
-fn bearer_token(header: &[u8]) -> Option<&[u8]> {
+pub(crate) fn bearer_token(header: &[u8]) -> Option<&[u8]> {
     let scheme = header.get(..7)?;
     if !scheme.eq_ignore_ascii_case(b"bearer ") {
         return None;

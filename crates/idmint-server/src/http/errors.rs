@@ -53,6 +53,26 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, code, message)
     }
 
+    /// The error as an open probe answers it: the status and the code, and a message that
+    /// names only the code (the original one can tell a host, a user or a worker ID); the log
+    /// still gets the original.
+    pub(crate) fn in_short(self) -> Self {
+        let Self {
+            status,
+            code,
+            message,
+            detail,
+        } = self;
+        Self {
+            status,
+            code,
+            message: Cow::Owned(format!(
+                "not ready: {code} (the details need a token of the metrics or admin scope)"
+            )),
+            detail: Some(detail.unwrap_or_else(|| message.into_owned())),
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn status(&self) -> StatusCode {
         self.status

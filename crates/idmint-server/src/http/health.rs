@@ -1,17 +1,29 @@
 //! `GET /healthz` (the process runs) and `GET /readyz` (it can serve: no store call reported
 //! damaged data since the start, the worker lease is held, the clock is not behind the
 //! snowflakes already issued, and the store answers).
+//!
+//! Both are open, for load balancers and orchestrators, so with tokens configured they say
+//! only whether the node is ready and, when not, the reason's code: the details (the worker
+//! ID, each store of a set with its URL, host, user and port, the store's error) map the
+//! deployment, and are given only to a token of the metrics or admin scope. The status codes
+//! are the same either way. A token that is not valid gets the short answer, is counted and
+//! logged as an authentication failure and closes the connection, as on every other route:
+//! the probe is no cheaper way to guess tokens. A node with no token configured serves every
+//! route to everyone, and `/readyz` with its details.
 
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::header::AUTHORIZATION;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 
+use super::access;
 use super::encode;
 use super::errors::ApiError;
 use super::state::AppState;
+use crate::auth::Need;
 
 /// How long `/readyz` waits for the store.
 pub(crate) const STORE_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -38,10 +50,58 @@ pub(crate) async fn healthz() -> Response {
     encode::json(br#"{"status":"ok"}"#.to_vec())
 }
 
-/// `GET /readyz` → 200 `{"status":"ready","worker_id":n}` (with a store set, also `"stores"`:
-/// each store's place, URL, whether it is the home store, up, latency and error), or 503 with
-/// the reason. A set is ready while any of its stores answers.
-pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, ApiError> {
+/// What the caller of `/readyz` may see.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Audience {
+    /// A token of the metrics or admin scope, or a node without tokens: everything.
+    Operator,
+    /// No token, or one of the mint scope: ready or not, and the reason's code.
+    Anyone,
+    /// A token that is not valid: as [`Audience::Anyone`], and the connection is closed.
+    Refused,
+}
+
+impl Audience {
+    fn of(state: &AppState, headers: &HeaderMap) -> Self {
+        if !state.auth.required() {
+            return Self::Operator;
+        }
+        let Some(token) = headers
+            .get(AUTHORIZATION)
+            .and_then(|header| access::bearer_token(header.as_bytes()))
+        else {
+            return Self::Anyone;
+        };
+        match state.auth.check(token) {
+            Some(grant) if grant.allows(Need::Metrics) => Self::Operator,
+            Some(_) => Self::Anyone,
+            None => Self::Refused,
+        }
+    }
+}
+
+/// `GET /readyz` → 200 `{"status":"ready"}`, or 503 with the reason's code. To a token of the
+/// metrics or admin scope (or on a node without tokens) the 200 also gives `"worker_id"` and,
+/// with a store set, `"stores"` (each store's place, URL, whether it is the home store, up,
+/// latency and error), and the 503 the reason in words. A set is ready while any of its
+/// stores answers.
+pub(crate) async fn readyz(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let audience = Audience::of(&state, &headers);
+    let answer = match readiness(&state).await {
+        Ok(details) if audience == Audience::Operator => Json(details).into_response(),
+        Ok(_) => encode::json(br#"{"status":"ready"}"#.to_vec()),
+        Err(error) if audience == Audience::Operator => error.into_response(),
+        Err(error) => error.in_short().into_response(),
+    };
+    if audience == Audience::Refused {
+        access::refused_token(answer)
+    } else {
+        answer
+    }
+}
+
+/// The node's readiness with every detail: the 200's body, or the 503.
+async fn readiness(state: &AppState) -> Result<serde_json::Value, ApiError> {
     let not_ready =
         |code, message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
     if let Some(reason) = state.ids.store_corrupt() {
@@ -98,12 +158,11 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
             ));
         }
         let stores = stores_json(&stores);
-        return Ok(Json(serde_json::json!({
+        return Ok(serde_json::json!({
             "status": "ready",
             "worker_id": keeper.lease().worker_id,
             "stores": stores,
-        }))
-        .into_response());
+        }));
     }
     let segments = &state.ids.store().segments;
     let probe = async {
@@ -130,9 +189,8 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Response, Ap
             ))
         }
     }
-    Ok(Json(serde_json::json!({
+    Ok(serde_json::json!({
         "status": "ready",
         "worker_id": keeper.lease().worker_id,
     }))
-    .into_response())
 }

@@ -32,7 +32,7 @@ use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
 
-use super::timing::{RequestTimers, Timed};
+use super::timing::{self, RequestTimers, Timed};
 use crate::accept::{Admission, Admitted, Refusal};
 use crate::config::ConnectionLimits;
 use crate::io_threads::{self, IoThreads};
@@ -136,7 +136,11 @@ pub async fn serve_with(
         } = admitted;
         let service = Timed {
             inner: TowerToHyperService::new(router.clone()),
-            timers: timers.clone(),
+            connection: Arc::new(timing::Connection {
+                timers: timers.clone(),
+                peer,
+                tallies: Arc::clone(&tallies),
+            }),
         };
         let builder = builder.clone();
         let watcher = graceful.watcher();

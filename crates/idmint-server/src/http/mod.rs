@@ -16,7 +16,7 @@
 //! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
 //! | `GET /v1/workers` (admin) | `{"workers": [leases with hwm_ms], "node": {"worker_id", "held"}}`; with a store set, each lease's `store` and `"stores"` (each store's state) |
 //! | `GET /healthz` | 200 `{"status":"ok"}` |
-//! | `GET /readyz` | 200 when the worker lease is held and the store answers (with a store set: any of its stores; `"stores"` gives each one's state) and has shown no damage, else 503 |
+//! | `GET /readyz` | 200 when the worker lease is held and the store answers (with a store set: any of its stores) and has shown no damage, else 503. With tokens configured, only `{"status":"ready"}` or the error's code; to a metrics or admin token also `worker_id`, `"stores"` (each one's state) and the reason in words (see `health`) |
 //! | `GET /metrics` | Prometheus text (404 without a metrics handle) |
 //! | `GET /api/segment/get/{key}` | Leaf: next ID of tag `key`, plain text |
 //! | `GET /api/snowflake/get/{key}` | Leaf: a snowflake, plain text |
@@ -34,7 +34,7 @@
 //! # Tokens
 //!
 //! With tokens configured ([`HttpOptions::auth`]), every route but `/healthz` and `/readyz`
-//! needs `Authorization: Bearer TOKEN`: the ID routes (the Leaf ones included) a token of the
+//! (which answer anyone, in short) needs `Authorization: Bearer TOKEN`: the ID routes (the Leaf ones included) a token of the
 //! mint scope whose tag patterns match the tag, `/metrics` the metrics scope, the admin routes
 //! the admin scope (which also does everything else). See `access`.
 //!

@@ -11,7 +11,6 @@ use super::errors::ApiError;
 use super::HttpOptions;
 use crate::auth::Auth;
 use crate::ids::Ids;
-use crate::tally::Tally;
 use crate::telemetry::Recorded;
 
 /// The state of the router: cheap to clone (one `Arc`).
@@ -23,8 +22,6 @@ pub(crate) struct Shared {
     pub ids: Arc<Ids>,
     /// The tokens, checked by `access::require` when any is configured.
     pub auth: Arc<Auth>,
-    /// Missing and wrong tokens, counted and logged in aggregate.
-    pub auth_failures: Tally,
     pub max_count: u64,
     pub max_lease_size: u64,
     pub prometheus: Option<PrometheusHandle>,
@@ -38,7 +35,6 @@ impl AppState {
         Self(Arc::new(Shared {
             ids,
             auth: options.auth,
-            auth_failures: Tally::auth_failures("http"),
             max_count: options.max_count.max(1),
             max_lease_size: options.max_lease_size.max(1),
             prometheus: options.metrics,

@@ -10,14 +10,24 @@
 //! - a tower layer on each group of routes (`Router::layer`) boxed each route a second time,
 //!   and a summary (the exporter's default) folds every sample into a sketch: +2,600
 //!   instructions a request (11 %).
+//!
+//! The same wrapper counts the authentication failures (responses marked
+//! [`AuthFailed`](super::access::AuthFailed)) under the connection's client address, which the
+//! router does not know: each request holds one handle on its connection's [`Connection`],
+//! not shared with other connections, so the count costs a request nothing it did not pay
+//! before.
 
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use metrics::Histogram;
 
+use super::access::AuthFailed;
+use crate::tally::ListenerTallies;
 use crate::telemetry::HTTP_REQUEST_SECONDS;
 
 /// The histogram's bucket bounds, in seconds: a buffered ID is answered in microseconds, a
@@ -99,16 +109,25 @@ impl RequestTimers {
     }
 }
 
-/// `inner` (hyper's view of the router) with every request timed.
+/// What the requests of one connection share: the histograms, and the client's address with
+/// the listener's tallies, to count its authentication failures.
+pub(crate) struct Connection {
+    pub(crate) timers: RequestTimers,
+    pub(crate) peer: SocketAddr,
+    pub(crate) tallies: Arc<ListenerTallies>,
+}
+
+/// `inner` (hyper's view of the router) with every request timed, and its authentication
+/// failures counted under the client's address.
 #[derive(Clone)]
 pub(crate) struct Timed<S> {
     pub(crate) inner: S,
-    pub(crate) timers: RequestTimers,
+    pub(crate) connection: Arc<Connection>,
 }
 
-impl<S, B> hyper::service::Service<hyper::Request<B>> for Timed<S>
+impl<S, B, R> hyper::service::Service<hyper::Request<B>> for Timed<S>
 where
-    S: hyper::service::Service<hyper::Request<B>>,
+    S: hyper::service::Service<hyper::Request<B>, Response = hyper::Response<R>>,
 {
     type Response = S::Response;
     type Error = S::Error;
@@ -118,30 +137,45 @@ where
         let routes = Routes::of(request.uri().path());
         TimedCall {
             started: Instant::now(),
-            histogram: self.timers.histogram(routes).clone(),
+            routes,
+            connection: Arc::clone(&self.connection),
             call: self.inner.call(request),
         }
     }
 }
 
 pin_project_lite::pin_project! {
-    /// One timed request: records its latency when the inner call is ready. A call dropped
-    /// before it ends (the client went away) records nothing.
+    /// One timed request: records its latency when the inner call is ready, and counts an
+    /// authentication failure. A call dropped before it ends (the client went away) records
+    /// nothing.
     pub(crate) struct TimedCall<F> {
         #[pin]
         call: F,
         started: Instant,
-        histogram: Histogram,
+        routes: Routes,
+        connection: Arc<Connection>,
     }
 }
 
-impl<F: Future> Future for TimedCall<F> {
+impl<F, R, E> Future for TimedCall<F>
+where
+    F: Future<Output = Result<hyper::Response<R>, E>>,
+{
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
         let output = std::task::ready!(this.call.poll(cx));
-        this.histogram.record(this.started.elapsed().as_secs_f64());
+        let connection = &**this.connection;
+        connection
+            .timers
+            .histogram(*this.routes)
+            .record(this.started.elapsed().as_secs_f64());
+        if let Ok(response) = &output {
+            if response.extensions().get::<AuthFailed>().is_some() {
+                connection.tallies.auth_failures.add(connection.peer);
+            }
+        }
         Poll::Ready(output)
     }
 }

@@ -402,6 +402,44 @@ async fn admin_routes_need_the_token() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_without_a_token_is_the_status_and_the_code_only() {
+    let server = Server::start(Setup {
+        admin_token: Some(TOKEN),
+        ..Setup::default()
+    })
+    .await;
+    let brief = ok_json(server.send(Method::GET, "/readyz").await).await;
+    assert_eq!(brief, serde_json::json!({"status": "ready"}));
+    let full = ok_json(server.get("/readyz").await).await;
+    assert_eq!(full["worker_id"], server.ids.keeper().lease().worker_id);
+    // Not ready: the same status, code and Retry-After either way; the reason in words only
+    // with the token.
+    server.ids.shutdown().await.unwrap();
+    let message = |response: reqwest::Response| async move {
+        let status = response.status().as_u16();
+        let retry = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .cloned();
+        let body: serde_json::Value = response.json().await.unwrap();
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (503, Some("lease_not_held"))
+        );
+        assert_eq!(retry.unwrap(), "1");
+        body["error"]["message"].as_str().unwrap().to_owned()
+    };
+    let open = message(server.send(Method::GET, "/readyz").await).await;
+    assert_eq!(
+        open,
+        "not ready: lease_not_held (the details need a token of the metrics or admin scope)"
+    );
+    let detailed = message(server.get("/readyz").await).await;
+    assert!(detailed.contains("no confirmed worker lease"), "{detailed}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tags_are_created_updated_and_listed() {
     let server = Server::start(Setup {
         admin_token: Some(TOKEN),

@@ -27,6 +27,8 @@ pub(crate) mod mysql;
 pub mod pg_function;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
+#[cfg(feature = "postgres")]
+mod quiet_parse;
 #[cfg(feature = "sqlite")]
 pub(crate) mod sqlite;
 

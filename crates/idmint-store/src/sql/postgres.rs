@@ -193,9 +193,19 @@ pub(crate) async fn open(
 }
 
 /// The connection settings of `location`'s URL, naming the connections `application` (what
-/// `pg_stat_activity` shows).
+/// `pg_stat_activity` shows). The parameters the driver ignores are logged by name only: the
+/// driver's own warning would print their values, passwords among them.
 pub(crate) fn connect_options(location: &Location, application: &str) -> Result<PgConnectOptions> {
-    Ok(PgConnectOptions::from_str(&location.url)
+    let (parsed, ignored) =
+        super::quiet_parse::without_driver_log(|| PgConnectOptions::from_str(&location.url));
+    if !ignored.is_empty() {
+        tracing::warn!(
+            store = %location.display,
+            parameters = %ignored.join(", "),
+            "ignoring connection parameters the PostgreSQL driver does not know"
+        );
+    }
+    Ok(parsed
         .map_err(|e| Error::InvalidArgument {
             name: "store",
             reason: format!("`{}`: {e}", location.display),

@@ -1,4 +1,4 @@
-//! Every backend against the store traits: the conformance suite, store sets, crashes, outages, durability guards and SQLite's own cases.
+//! Every backend against the store traits: the conformance suite, store sets, crashes, outages, durability guards and SQLite's own cases; and the properties of showing a store URL without its credentials.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -6,6 +6,7 @@
 mod common;
 mod conformance;
 mod crash;
+mod location_props;
 mod outage;
 mod server_guards;
 mod sqlite_damage;

@@ -26,6 +26,8 @@ pub struct Server {
     pub resp: String,
     /// The log line that says it serves (addresses, layout, worker ID, node name).
     pub serving: String,
+    /// The log lines before that one (the store opened, the lease taken...).
+    pub startup: Vec<String>,
     /// Every log line after that one, as it arrives.
     log: Arc<Mutex<Vec<String>>>,
 }
@@ -51,26 +53,53 @@ impl Server {
     pub fn start_at(
         store: &str,
         node: &str,
+        addresses: (&str, &str),
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Self {
+        Self::launch(Some(store), node, addresses, extra, env)
+    }
+
+    /// [`Server::start_with_env`] with no `--store`: `extra` or `env` name it another way
+    /// (`--store-file`, `IDMINT_STORE`).
+    pub fn start_without_store(node: &str, extra: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::launch(None, node, ("127.0.0.1:0", "127.0.0.1:0"), extra, env)
+    }
+
+    fn launch(
+        store: Option<&str>,
+        node: &str,
         (http, resp): (&str, &str),
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        let mut child = idmint_command()
-            .envs(env.iter().copied())
-            .args(["serve", "--store", store, "--http", http, "--resp", resp])
+        let mut command = idmint_command();
+        command.envs(env.iter().copied()).arg("serve");
+        if let Some(store) = store {
+            command.args(["--store", store]);
+        }
+        let mut child = command
+            .args(["--http", http, "--resp", resp])
             .args(["--node-name", node])
             .args(extra)
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut startup = Vec::new();
         let serving = loop {
             let line = lines
                 .next()
-                .expect("idmint serve exited before serving")
+                .unwrap_or_else(|| {
+                    panic!(
+                        "idmint serve exited before serving:\n{}",
+                        startup.join("\n")
+                    )
+                })
                 .unwrap();
             if line.contains("idmint serving") {
                 break line;
             }
+            startup.push(line);
         };
         // Keep draining the log so the server never blocks on a full pipe; keep it for tests
         // that read it.
@@ -93,6 +122,7 @@ impl Server {
             http: format!("http://{}", field("http")),
             resp: format!("redis://{}/", field("resp")),
             serving,
+            startup,
             child,
             log,
         }

@@ -668,3 +668,323 @@ fn tls_clients_of_both_protocols_connect_and_mint() {
     assert!(python_tls_check(&server, &new_ca).contains("OK rediss incr"));
     server.stop();
 }
+
+/// A secret the PostgreSQL driver does not read (it knows no `sslpassword`) and so names in
+/// its own warning, value and all: what must show nowhere.
+const SSL_SECRET: &str = "Zq-ssl-S3cret-77";
+
+/// The test PostgreSQL server's URL with the password moved into the query string (the
+/// driver reads it there too) and an `sslpassword` beside it.
+fn postgres_url_with_query_secrets() -> String {
+    let url = crate::starting::postgres_url();
+    let (userinfo, place) = url
+        .strip_prefix("postgres://")
+        .and_then(|rest| rest.split_once('@'))
+        .unwrap();
+    let (user, password) = userinfo.split_once(':').unwrap();
+    format!(
+        "postgres://{user}@{place}?password={password}&sslpassword={SSL_SECRET}&sslmode=disable"
+    )
+}
+
+/// Whether `text` shows either credential of [`postgres_url_with_query_secrets`].
+fn shows_a_secret(text: &str) -> bool {
+    let password = crate::starting::postgres_url();
+    let password = password
+        .split_once("://")
+        .and_then(|(_, rest)| rest.split_once('@'))
+        .and_then(|(userinfo, _)| userinfo.split_once(':'))
+        .map(|(_, password)| password.to_owned())
+        .unwrap();
+    text.contains(SSL_SECRET) || text.contains(&format!("password={password}"))
+}
+
+#[test]
+fn store_credentials_show_in_no_log_route_or_error() {
+    let dir = folder("credentials");
+    let secret_url = postgres_url_with_query_secrets();
+    // A store set from a file: the PostgreSQL store with its secrets, and a SQLite one.
+    let store_file = dir.join("stores");
+    let namespace = crate::starting::fresh_namespace("creds");
+    std::fs::write(
+        &store_file,
+        format!("{secret_url}\n{}\n", sqlite_url("security-credentials")),
+    )
+    .unwrap();
+    let tokens = tokens_file(&dir, ORDERS);
+    let server = Server::start_without_store(
+        "credentials",
+        &[
+            "--store-file",
+            store_file.to_str().unwrap(),
+            "--namespace",
+            &namespace,
+            "--tokens-file",
+            tokens.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let web = address(&server.http);
+    assert_eq!(http(web, "GET", "/v1/snowflake", Some(ADMIN)).0, 200);
+    // The log: the store is named, its credentials are not.
+    let startup = server.startup.join("\n");
+    assert!(startup.contains("store opened"), "{startup}");
+    assert!(startup.contains("password=***"), "{startup}");
+    // `/v1/node` (admin) shows the URL without its credentials.
+    let (status, _, node) = http(web, "GET", "/v1/node", Some(ADMIN));
+    assert_eq!(status, 200, "{node}");
+    assert!(node.contains("sslpassword=***"), "{node}");
+    // `/readyz` without a token: ready, and nothing about the stores or the worker.
+    let (status, _, brief) = http(web, "GET", "/readyz", None);
+    assert_eq!((status, brief.as_str()), (200, r#"{"status":"ready"}"#));
+    let (status, _, minting) = http(web, "GET", "/readyz", Some(ORDERS));
+    assert_eq!((status, minting.as_str()), (200, r#"{"status":"ready"}"#));
+    // A wrong token gets the same, and its connection closed like anywhere else.
+    let (status, head, wrong) = http(web, "GET", "/readyz", Some("not-a-token"));
+    assert_eq!((status, wrong.as_str()), (200, r#"{"status":"ready"}"#));
+    assert!(
+        head.to_ascii_lowercase().contains("connection: close"),
+        "{head}"
+    );
+    // The metrics and admin scopes see the details, credentials still hidden.
+    for token in [PROMETHEUS, ADMIN] {
+        let (status, _, full) = http(web, "GET", "/readyz", Some(token));
+        assert_eq!(status, 200, "{full}");
+        let full: serde_json::Value = serde_json::from_str(&full).unwrap();
+        assert!(full["worker_id"].is_u64(), "{full}");
+        assert_eq!(full["stores"].as_array().unwrap().len(), 2, "{full}");
+        assert!(!shows_a_secret(&full.to_string()), "{full}");
+    }
+    let (_, _, workers) = http(web, "GET", "/v1/workers", Some(ADMIN));
+    server.stop();
+    for (what, text) in [
+        ("the start-up log", startup.as_str()),
+        ("/v1/node", node.as_str()),
+        ("/v1/workers", workers.as_str()),
+    ] {
+        assert!(!shows_a_secret(text), "{what} shows a secret:\n{text}");
+    }
+
+    // Start-up errors: a store that cannot be reached, one whose URL does not parse, one
+    // whose password was written without percent-encoding; from the flag and from the file.
+    let (_, query) = secret_url.split_once('?').unwrap();
+    let closed = format!("postgres://u@127.0.0.1:1/db?{query}");
+    let unparsable = format!("postgres://u:{SSL_SECRET}@[::1/db");
+    let unencoded = format!("postgres://u:12/{SSL_SECRET}@127.0.0.1:1/db");
+    for url in [closed, unparsable, unencoded] {
+        std::fs::write(&store_file, format!("{url}\n")).unwrap();
+        for args in [
+            vec!["--store", url.as_str()],
+            vec!["--store-file", store_file.to_str().unwrap()],
+        ] {
+            let output = idmint_command()
+                .args(["serve", "--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+                .args(["--worker-wait", "0s", "--store-call-timeout", "2s"])
+                .args(&args)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(!output.status.success(), "{url}: started");
+            assert!(stderr.contains("error:"), "{url}: {stderr}");
+            assert!(!shows_a_secret(&stderr), "{url}: {stderr}");
+        }
+    }
+}
+
+#[test]
+fn the_store_url_comes_from_a_file_or_the_environment() {
+    let dir = folder("store-file");
+    // SQLite, from a file with a trailing line break.
+    let file = dir.join("store");
+    std::fs::write(&file, format!("{}\n", sqlite_url("security-store-file"))).unwrap();
+    let server =
+        Server::start_without_store("store-file", &["--store-file", file.to_str().unwrap()], &[]);
+    assert_eq!(
+        http(address(&server.http), "GET", "/v1/segment/a", None).0,
+        200
+    );
+    server.stop();
+    // The operator's commands read the same file.
+    let output = idmint_command()
+        .args(["id-space", "show", "--store-file", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("security-store-file"), "{stdout}");
+    // PostgreSQL, the file named by the variable.
+    std::fs::write(&file, format!("{}\n", postgres_url_with_query_secrets())).unwrap();
+    let namespace = crate::starting::fresh_namespace("storefile");
+    let server = Server::start_without_store(
+        "store-file-pg",
+        &["--namespace", &namespace],
+        &[("IDMINT_STORE_FILE", file.to_str().unwrap())],
+    );
+    assert_eq!(
+        http(address(&server.http), "GET", "/v1/segment/a", None).0,
+        200
+    );
+    assert!(!shows_a_secret(&server.startup.join("\n")));
+    server.stop();
+    // Both ways at once is refused, as is a file with no URL.
+    let empty = dir.join("empty");
+    std::fs::write(&empty, "\n").unwrap();
+    for (args, expected) in [
+        (
+            vec![
+                "--store",
+                "sqlite://./x.db",
+                "--store-file",
+                file.to_str().unwrap(),
+            ],
+            "error: --store-file: is set together with --store",
+        ),
+        (
+            vec!["--store-file", empty.to_str().unwrap()],
+            "holds no store URL",
+        ),
+    ] {
+        let output = idmint_command().arg("serve").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_admin_token_file_of_two_lines_is_refused_at_start() {
+    let dir = folder("two-lines");
+    let file = dir.join("admin.token");
+    std::fs::write(&file, "first-token-0123456789\nsecond-token-0123456789\n").unwrap();
+    let mut child = idmint_command()
+        .args(["serve", "--admin-token-file", file.to_str().unwrap()])
+        .args(["--data-dir", dir.to_str().unwrap()])
+        .args(["--http", "127.0.0.1:0", "--resp", "127.0.0.1:0"])
+        .spawn()
+        .unwrap();
+    // A server that accepted the file would serve on: it is stopped, and the test fails.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("error: --admin-token-file: ") && stderr.contains("holds 2 lines"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("token-0123456789"), "{stderr}");
+}
+
+/// The sum of the `count` fields of the log lines of `listener` saying `what`, and whether
+/// each names a client address.
+fn reported(log: &[String], listener: &str, what: &str) -> (u64, bool) {
+    let lines: Vec<&String> = log
+        .iter()
+        .filter(|l| l.contains(what) && l.contains(&format!("listener=\"{listener}\"")))
+        .collect();
+    let count = lines
+        .iter()
+        .filter_map(|l| {
+            l.split(" count=")
+                .nth(1)?
+                .split_whitespace()
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    let named = !lines.is_empty()
+        && lines
+            .iter()
+            .all(|l| l.contains("the last from 127.0.0.1:") && l.contains("last_peer=127.0.0.1:"));
+    (count, named)
+}
+
+#[test]
+fn the_end_of_a_burst_of_wrong_tokens_is_logged_with_the_address() {
+    let server = Server::start_with(
+        &sqlite_url("security-burst"),
+        "burst",
+        &["--admin-token", ADMIN, "--max-connections-per-address", "0"],
+    );
+    let (web, redis) = (address(&server.http), address(&server.resp));
+    const HTTP_FAILURES: u64 = 40;
+    const RESP_CONNECTIONS: u64 = 4;
+    for _ in 0..HTTP_FAILURES {
+        assert_eq!(http(web, "GET", "/v1/tags", Some("wrong")).0, 403);
+    }
+    let guessers: Vec<_> = (0..RESP_CONNECTIONS)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut resp = Resp::connect(redis);
+                (0..3).all(|_| resp.call(&["AUTH", "wrong"]).starts_with("-WRONGPASS"))
+            })
+        })
+        .collect();
+    assert!(guessers.into_iter().all(|g| g.join().unwrap()));
+    // Then silence: the rest of the burst is logged on the timer, within its interval.
+    let silent_since = Instant::now();
+    let deadline = silent_since + Duration::from_secs(12);
+    loop {
+        let log = server.log();
+        let http_seen = reported(&log, "http", "authentication failed");
+        let resp_seen = reported(&log, "resp", "authentication failed");
+        if http_seen == (HTTP_FAILURES, true) && resp_seen == (3 * RESP_CONNECTIONS, true) {
+            eprintln!(
+                "a burst of {HTTP_FAILURES} wrong HTTP tokens and {} wrong AUTHs: all counted \
+                 in the log {:?} after it ended",
+                3 * RESP_CONNECTIONS,
+                silent_since.elapsed()
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "after 12 s of silence: http {http_seen:?}, resp {resp_seen:?}:\n{}",
+            log.join("\n")
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    server.stop();
+}
+
+#[test]
+fn a_log_written_to_a_pipe_has_no_colour_codes() {
+    // `NO_COLOR` empty does not turn colour off (no-color.org): only the pipe does.
+    let server = Server::start_with_env(
+        &sqlite_url("security-colour"),
+        "colour",
+        &["--admin-token", ADMIN],
+        &[("NO_COLOR", "")],
+    );
+    assert_eq!(
+        http(address(&server.http), "GET", "/v1/tags", Some("wrong")).0,
+        403
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !server
+        .log()
+        .iter()
+        .any(|l| l.contains("authentication failed"))
+    {
+        assert!(Instant::now() < deadline, "no warning logged");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut all = server.startup.clone();
+    all.push(server.serving.clone());
+    all.extend(server.log());
+    server.stop();
+    assert!(
+        all.iter().all(|line| !line.contains("\u{1b}[")),
+        "colour codes in a piped log:\n{}",
+        all.join("\n")
+    );
+}
