@@ -8,6 +8,7 @@ mod cli;
 mod client;
 mod clients;
 mod common;
+mod connections;
 mod damaged_store;
 mod dashboard;
 mod dated_ids;
