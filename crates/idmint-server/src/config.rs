@@ -154,9 +154,16 @@ pub struct PartialConfig {
     pub idle_timeout: Option<Duration>,
 
     /// Most tags this node serves; creating (or loading) one more is refused with
-    /// `too_many_tags`.
+    /// `too_many_tags`. Each token of the mint scope has a quota too, `max_tags` in
+    /// --tokens-file (default: a tenth of this), refused with `tag_quota`.
     #[arg(long, value_name = "N", env = "IDMINT_MAX_TAGS")]
     pub max_tags: Option<usize>,
+
+    /// The part of --max-tags only the admin scope may fill: tokens of other scopes together
+    /// stop at --max-tags minus this, so tenants cannot lock the operator out. [default: a
+    /// tenth of --max-tags]
+    #[arg(long, value_name = "N", env = "IDMINT_ADMIN_TAG_RESERVE")]
+    pub admin_tag_reserve: Option<usize>,
 
     /// Most IDs one request may ask for (HTTP `count`, RESP `COUNT` and `INCRBY`).
     #[arg(long, value_name = "N", env = "IDMINT_MAX_COUNT")]
@@ -496,6 +503,8 @@ pub struct ServeConfig {
     pub max_lease_size: u64,
     /// Most tags served.
     pub max_tags: usize,
+    /// The part of `max_tags` only the admin scope may fill.
+    pub admin_tag_reserve: usize,
     /// Create unknown tags on first use.
     pub auto_create_tags: bool,
     /// Step of tags created on first use.
@@ -630,6 +639,18 @@ impl ServeConfig {
                 });
             }
         }
+        let admin_tag_reserve = layers
+            .admin_tag_reserve
+            .unwrap_or_else(|| crate::ids::default_admin_reserve(max_tags));
+        if admin_tag_reserve >= max_tags {
+            return Err(ServerError::Config {
+                setting: "admin-tag-reserve".into(),
+                reason: format!(
+                    "{admin_tag_reserve} leaves no tag of --max-tags ({max_tags}) to tokens of \
+                     the mint scope: give less than --max-tags"
+                ),
+            });
+        }
         let default_step = defaulted(layers.default_step, "default-step")?;
         if default_step == 0 {
             return Err(ServerError::Config {
@@ -684,6 +705,7 @@ impl ServeConfig {
             max_count,
             max_lease_size,
             max_tags,
+            admin_tag_reserve,
             auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
             allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
@@ -710,6 +732,7 @@ impl ServeConfig {
                 auto_create_tags: self.auto_create_tags,
                 default_step: self.default_step,
                 max_tags: self.max_tags,
+                admin_reserve: self.admin_tag_reserve,
                 ..SegmentOptions::default()
             },
             // Read by `serve` from `permutation_key_file`: a file, so it can fail.

@@ -24,3 +24,4 @@ mod security;
 mod serve;
 mod starting;
 mod store_sets;
+mod tenants;
