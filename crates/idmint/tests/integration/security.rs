@@ -85,7 +85,7 @@ pub(crate) fn http(
 
 /// A Redis-protocol connection speaking raw RESP, one reply line at a time.
 pub(crate) struct Resp {
-    reader: BufReader<TcpStream>,
+    pub(crate) reader: BufReader<TcpStream>,
 }
 
 impl Resp {
