@@ -206,12 +206,13 @@ pub enum Error {
     /// without bound.
     #[error(
         "too many tags: this node serves at most {limit} and `{tag}` would be one more; \
-         raise --max-tags or reuse a tag"
+         raise --max-tags or reuse a tag (tokens other than the admin's stop at --max-tags \
+         less --admin-tag-reserve)"
     )]
     TooManyTags {
         /// The tag refused.
         tag: String,
-        /// The limit.
+        /// The limit: `--max-tags`, less the admin reserve for a token of another scope.
         limit: usize,
     },
 

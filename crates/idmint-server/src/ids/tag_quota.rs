@@ -164,3 +164,102 @@ fn quota(tag: &Tag, grant: &Grant, limit: usize, place: &'static str) -> Error {
         place,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use idmint_core::store::{MemoryStore, TagSettings};
+    use idmint_core::ManualClock;
+
+    use super::*;
+
+    fn tag(name: &str) -> Tag {
+        let Ok(tag) = Tag::new(name) else {
+            panic!("`{name}` is refused");
+        };
+        tag
+    }
+
+    fn orders(max_tags: Option<usize>) -> Grant {
+        Grant::new("orders", Scope::Mint, vec!["orders-*".into()]).with_max_tags(max_tags)
+    }
+
+    #[test]
+    fn a_token_loads_at_most_its_quota_and_gets_failed_loads_back() {
+        let quotas = TagQuotas::new(30);
+        let grant = orders(None);
+        let tenant = Asker::Tenant(&grant);
+        for _ in 0..default_share(30) {
+            assert!(matches!(
+                quotas.charge(tenant, &tag("orders-1")),
+                Ok(Some(_))
+            ));
+        }
+        assert!(matches!(
+            quotas.charge(tenant, &tag("orders-4")),
+            Err(Error::TagQuota {
+                limit: 3,
+                place: "loaded on this node",
+                ..
+            })
+        ));
+        quotas.release("orders");
+        assert!(quotas.charge(tenant, &tag("orders-4")).is_ok());
+        let admin = Grant::new("ops", Scope::Admin, vec![]);
+        assert!(matches!(
+            quotas.charge(Asker::of(&admin), &tag("x")),
+            Ok(None)
+        ));
+    }
+
+    #[tokio::test]
+    async fn creations_count_the_tags_in_the_store_its_patterns_match() {
+        let clock = ManualClock::shared(1_000);
+        let store = MemoryStore::new(clock.clone());
+        for name in [
+            "orders-a",
+            "orders-b",
+            "payments-a",
+            "payments-b",
+            "payments-c",
+        ] {
+            assert!(store
+                .create_tag(&tag(name), &TagSettings::default())
+                .await
+                .is_ok());
+        }
+        let quotas = TagQuotas::new(10_000);
+        // Makes `name` as the admin (`None`) or as `orders` with that quota.
+        let attempt = |quota: Option<usize>, name: &'static str| {
+            let (quotas, store, clock) = (&quotas, &store, &*clock);
+            async move {
+                let name = tag(name);
+                let grant = quota.map(|quota| orders(Some(quota)));
+                let asker = grant.as_ref().map_or(Asker::Operator, Asker::Tenant);
+                let settings = TagSettings::default();
+                let create = store.create_tag(&name, &settings);
+                quotas.create(asker, &name, store, clock, create).await
+            }
+        };
+        // Two of three: one more is made, then none.
+        assert!(attempt(Some(3), "orders-c").await.is_ok());
+        assert!(matches!(
+            attempt(Some(3), "orders-d").await,
+            Err(Error::TagQuota {
+                place: "in the store",
+                ..
+            })
+        ));
+        // The admin has no quota.
+        assert!(attempt(None, "orders-e").await.is_ok());
+        // A quota raised on reload counts again once the refusal's second has passed.
+        assert!(attempt(Some(5), "orders-f").await.is_err());
+        clock.advance(Duration::from_millis(FULL_FOR_MS));
+        assert!(attempt(Some(5), "orders-f").await.is_ok());
+        assert!(matches!(
+            attempt(Some(5), "orders-g").await,
+            Err(Error::TagQuota { limit: 5, .. })
+        ));
+    }
+}
