@@ -245,9 +245,11 @@ impl Nodes {
 
 /// Whether an error reply is one no retry changes (see the module documentation).
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 15] = [
+    const REFUSALS: [&str; 16] = [
         "tag_exhausted",
         "too_many_tags",
+        // The token's share of tags: every node counts the same store.
+        "tag_quota",
         "invalid tag",
         "invalid argument",
         "unknown tag",

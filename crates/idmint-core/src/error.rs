@@ -206,13 +206,34 @@ pub enum Error {
     /// without bound.
     #[error(
         "too many tags: this node serves at most {limit} and `{tag}` would be one more; \
-         raise --max-tags or reuse a tag"
+         raise --max-tags or reuse a tag (tokens other than the admin's stop at --max-tags \
+         less --admin-tag-reserve)"
     )]
     TooManyTags {
         /// The tag refused.
         tag: String,
-        /// The limit.
+        /// The limit: `--max-tags`, less the admin reserve for a token of another scope.
         limit: usize,
+    },
+
+    /// The token's share of tags is used up (its `max_tags`): the tag is neither created in
+    /// the store nor loaded on this node. Not retryable, like [`Error::TooManyTags`]: the
+    /// token's tags keep working, a new one takes a higher quota (or fewer tags). Keeps one
+    /// tenant from filling the store and every node's `--max-tags` for the others.
+    #[error(
+        "tag quota: the token `{token}` may have at most {limit} tags {place}, and `{tag}` \
+         would be one more; reuse one of its tags or raise its max_tags in --tokens-file"
+    )]
+    TagQuota {
+        /// The tag refused.
+        tag: String,
+        /// The token's name.
+        token: String,
+        /// The token's quota.
+        limit: usize,
+        /// Where it is counted: `in the store` (tags matching its patterns) or `loaded on
+        /// this node`.
+        place: &'static str,
     },
 
     /// The tag already exists (on create).

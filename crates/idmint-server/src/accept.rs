@@ -39,11 +39,15 @@ impl Refusal {
     pub(crate) fn message(self) -> String {
         match self {
             Refusal::Limit(limit) => {
-                format!("the server is at its limit of {limit} connections; retry later")
+                format!(
+                    "the server is at its limit of {limit} connections (--max-connections); \
+                     retry later"
+                )
             }
-            Refusal::PerAddress(limit) => {
-                format!("this address has {limit} connections open, the most allowed")
-            }
+            Refusal::PerAddress(limit) => format!(
+                "this address has {limit} connections open, the most allowed \
+                 (--max-connections-per-address; clients behind one NAT address share it)"
+            ),
         }
     }
 }

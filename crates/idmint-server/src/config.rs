@@ -22,6 +22,10 @@ use crate::ids::{ClockPolicy, IdsConfig, LeaseConfig, SegmentOptions};
 /// The layout when none is given: 41 bits of milliseconds, 1,024 workers, 4,096 IDs per ms each.
 pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 
+/// The listen backlog when none is given: Redis' `tcp-backlog` and nginx's default on Linux.
+/// tokio's `TcpListener::bind` takes 128, which a flood of connections overflowed.
+pub const DEFAULT_LISTEN_BACKLOG: u32 = 511;
+
 /// One layer of settings, every field optional: the one definition of each setting. clap reads
 /// the command line and the `IDMINT_*` variables into it (its field docs are `--help`), and the
 /// TOML file deserializes into it under the same names with underscores (`worker_id = "auto"`).
@@ -139,9 +143,16 @@ pub struct PartialConfig {
     #[arg(long, value_name = "N", env = "IDMINT_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
 
-    /// Most connections one client address may hold on each listener; 0: no limit.
+    /// Most connections one client address may hold on each listener; 0: no limit. Every
+    /// client behind one NAT or proxy address shares it: raise it (or set 0) for such clients.
     #[arg(long, value_name = "N", env = "IDMINT_MAX_CONNECTIONS_PER_ADDRESS")]
     pub max_connections_per_address: Option<usize>,
+
+    /// Length of each listener's queue of connections the kernel has accepted but idmint has
+    /// not yet taken (the backlog of listen(2)), 1 to 65535; the kernel caps it at
+    /// net.core.somaxconn. A flood beyond it makes real clients wait for SYN retries.
+    #[arg(long, value_name = "N", env = "IDMINT_LISTEN_BACKLOG")]
+    pub listen_backlog: Option<u32>,
 
     /// How long a new connection has to authenticate (with tokens) or send its first request
     /// (without), TLS handshake included, before it is closed.
@@ -155,9 +166,16 @@ pub struct PartialConfig {
     pub idle_timeout: Option<Duration>,
 
     /// Most tags this node serves; creating (or loading) one more is refused with
-    /// `too_many_tags`.
+    /// `too_many_tags`. Each token of the mint scope has a quota too, `max_tags` in
+    /// --tokens-file (default: a tenth of this), refused with `tag_quota`.
     #[arg(long, value_name = "N", env = "IDMINT_MAX_TAGS")]
     pub max_tags: Option<usize>,
+
+    /// The part of --max-tags only the admin scope may fill: tokens of other scopes together
+    /// stop at --max-tags minus this, so tenants cannot lock the operator out. [default: a
+    /// tenth of --max-tags]
+    #[arg(long, value_name = "N", env = "IDMINT_ADMIN_TAG_RESERVE")]
+    pub admin_tag_reserve: Option<usize>,
 
     /// Most IDs one request may ask for (HTTP `count`, RESP `COUNT` and `INCRBY`).
     #[arg(long, value_name = "N", env = "IDMINT_MAX_COUNT")]
@@ -314,6 +332,7 @@ impl PartialConfig {
             max_wait: Some(generator.max_wait),
             max_connections: Some(10_000),
             max_connections_per_address: Some(1_000),
+            listen_backlog: Some(DEFAULT_LISTEN_BACKLOG),
             auth_timeout: Some(Duration::from_secs(5)),
             idle_timeout: Some(Duration::ZERO),
             max_tags: Some(SegmentOptions::default().max_tags),
@@ -488,12 +507,16 @@ pub struct ServeConfig {
     pub permutation_key_file: Option<PathBuf>,
     /// Bounds on each listener's connections.
     pub limits: ConnectionLimits,
+    /// The backlog of both listening sockets (listen(2)).
+    pub listen_backlog: u32,
     /// Most IDs one request may ask for.
     pub max_count: u64,
     /// Largest segment lease.
     pub max_lease_size: u64,
     /// Most tags served.
     pub max_tags: usize,
+    /// The part of `max_tags` only the admin scope may fill.
+    pub admin_tag_reserve: usize,
     /// Create unknown tags on first use.
     pub auto_create_tags: bool,
     /// Step of tags created on first use.
@@ -602,6 +625,13 @@ impl ServeConfig {
             idle_timeout: Some(defaulted(layers.idle_timeout, "idle-timeout")?)
                 .filter(|idle| !idle.is_zero()),
         };
+        let listen_backlog = defaulted(layers.listen_backlog, "listen-backlog")?;
+        if !(1..=65_535).contains(&listen_backlog) {
+            return Err(ServerError::Config {
+                setting: "listen-backlog".into(),
+                reason: format!("{listen_backlog} is outside 1..=65535"),
+            });
+        }
         for (setting, zero) in [
             ("max-connections", limits.max_connections == 0),
             ("auth-timeout", limits.auth_timeout.is_zero()),
@@ -627,6 +657,18 @@ impl ServeConfig {
                     reason: "must be at least 1".into(),
                 });
             }
+        }
+        let admin_tag_reserve = layers
+            .admin_tag_reserve
+            .unwrap_or_else(|| crate::ids::default_admin_reserve(max_tags));
+        if admin_tag_reserve >= max_tags {
+            return Err(ServerError::Config {
+                setting: "admin-tag-reserve".into(),
+                reason: format!(
+                    "{admin_tag_reserve} leaves no tag of --max-tags ({max_tags}) to tokens of \
+                     the mint scope: give less than --max-tags"
+                ),
+            });
         }
         let default_step = defaulted(layers.default_step, "default-step")?;
         if default_step == 0 {
@@ -678,9 +720,11 @@ impl ServeConfig {
             tls,
             permutation_key_file: layers.permutation_key_file,
             limits,
+            listen_backlog,
             max_count,
             max_lease_size,
             max_tags,
+            admin_tag_reserve,
             auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
             allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
@@ -707,6 +751,7 @@ impl ServeConfig {
                 auto_create_tags: self.auto_create_tags,
                 default_step: self.default_step,
                 max_tags: self.max_tags,
+                admin_reserve: self.admin_tag_reserve,
                 ..SegmentOptions::default()
             },
             // Read by `serve` from `permutation_key_file`: a file, so it can fail.

@@ -17,7 +17,7 @@ use idmint_core::layout::format_ms_rfc3339;
 use idmint_core::{Clock, FieldKind, Layout, SystemClock};
 use idmint_store::{Location, StoreOptions};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::{Auth, TokenSources};
@@ -63,8 +63,9 @@ pub async fn run(
             ),
         });
     }
-    let http_listener = bind("http", "HTTP", config.http).await?;
-    let resp_listener = bind("resp", "Redis protocol", config.resp).await?;
+    warn_if_backlog_capped(config.listen_backlog);
+    let http_listener = bind("http", "HTTP", config.http, config.listen_backlog)?;
+    let resp_listener = bind("resp", "Redis protocol", config.resp, config.listen_backlog)?;
     let store_options = StoreOptions {
         allow_non_durable: config.allow_non_durable,
         namespace: config.namespace.clone(),
@@ -321,20 +322,51 @@ async fn metrics_upkeep(handle: PrometheusHandle) {
     }
 }
 
-/// Binds `address`, the value of the setting `--{setting}`, for the protocol `what`.
-async fn bind(
+/// Binds `address`, the value of the setting `--{setting}`, for the protocol `what`, with a
+/// queue of `backlog` connections not yet accepted (`--listen-backlog`; tokio's
+/// `TcpListener::bind` would take 128).
+fn bind(
     setting: &'static str,
     what: &'static str,
     address: SocketAddr,
+    backlog: u32,
 ) -> Result<TcpListener, ServerError> {
-    TcpListener::bind(address)
-        .await
+    let socket = if address.is_ipv4() {
+        TcpSocket::new_v4()
+    } else {
+        TcpSocket::new_v6()
+    };
+    // As `TcpListener::bind` does on Unix: a restarted node binds its port again at once,
+    // whatever connections of the previous one linger in TIME_WAIT.
+    socket
+        .and_then(|socket| {
+            #[cfg(unix)]
+            socket.set_reuseaddr(true)?;
+            socket.bind(address)?;
+            socket.listen(backlog)
+        })
         .map_err(|source| ServerError::Bind {
             setting,
             what,
             address,
             source,
         })
+}
+
+/// Warns when the kernel will cut `--listen-backlog` down (Linux: `net.core.somaxconn`).
+fn warn_if_backlog_capped(backlog: u32) {
+    let Ok(text) = std::fs::read_to_string("/proc/sys/net/core/somaxconn") else {
+        return;
+    };
+    if let Ok(cap) = text.trim().parse::<u32>() {
+        if backlog > cap {
+            tracing::warn!(
+                backlog,
+                somaxconn = cap,
+                "--listen-backlog is above the kernel's net.core.somaxconn, which caps it"
+            );
+        }
+    }
 }
 
 /// What an operator needs to see at start: where it listens, what it mints, until when.

@@ -154,12 +154,12 @@ impl ListenerTallies {
             over_limit: Tally::refused(
                 listener,
                 "max_connections",
-                "connections refused: too many connections",
+                "connections refused: too many connections (--max-connections)",
             ),
             per_address: Tally::refused(
                 listener,
                 "per_address",
-                "connections refused: too many from one address",
+                "connections refused: too many from one address (--max-connections-per-address)",
             ),
             auth_timeout: Tally::refused(
                 listener,

@@ -265,6 +265,7 @@ REFUSALS = (
     "dated",
     "period_unavailable",
     "too_many_tags",
+    "tag_quota",
     "invalid tag",
     "invalid argument",
     "unknown tag",

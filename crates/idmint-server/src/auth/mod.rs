@@ -72,6 +72,10 @@ pub struct Grant {
     scope: Scope,
     /// Glob patterns of the tags it may use (case kept); empty: every tag.
     tags: Box<[Box<str>]>,
+    /// Most tags it may have (`max_tags` in the tokens file): in the store, matching its
+    /// patterns, and loaded on one node. `None`: the node's default share. Unused by the admin
+    /// scope, which has no quota.
+    max_tags: Option<usize>,
 }
 
 impl Grant {
@@ -81,7 +85,19 @@ impl Grant {
             name: name.into(),
             scope,
             tags: tags.into_iter().map(String::into_boxed_str).collect(),
+            max_tags: None,
         }
+    }
+
+    /// The grant with a quota of `max_tags` tags (see [`Grant::max_tags`]).
+    pub fn with_max_tags(mut self, max_tags: Option<usize>) -> Self {
+        self.max_tags = max_tags;
+        self
+    }
+
+    /// Its own quota of tags, if the tokens file gives one.
+    pub fn max_tags(&self) -> Option<usize> {
+        self.max_tags
     }
 
     /// What a client gets when no token is configured: everything.

@@ -44,6 +44,8 @@ struct TokenEntry {
     secret: Option<String>,
     #[serde(default)]
     sha256: Option<String>,
+    #[serde(default)]
+    max_tags: Option<usize>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -216,6 +218,7 @@ fn read_tokens_file(path: &Path) -> Result<Vec<(Grant, [u8; 32])>, ServerError> 
                     | "tags"
                     | "secret"
                     | "sha256"
+                    | "max_tags"
                     | "admin"
                     | "mint"
                     | "metrics"
@@ -280,7 +283,15 @@ impl TokenEntry {
                 return Err("has `tags`, which only a token of the mint scope can have".into())
             }
         };
-        Ok((Grant::new(&self.name, self.scope, tags), digest))
+        if self.max_tags.is_some() && self.scope != Scope::Mint {
+            return Err(
+                "has `max_tags`, which only a token of the mint scope can have (the admin scope \
+                 has no quota)"
+                    .into(),
+            );
+        }
+        let grant = Grant::new(&self.name, self.scope, tags).with_max_tags(self.max_tags);
+        Ok((grant, digest))
     }
 }
 
@@ -358,6 +369,32 @@ mod tests {
     }
 
     #[test]
+    fn only_mint_tokens_have_a_tag_quota() {
+        let quota = |scope: &str| {
+            let (_dir, path) = file(&format!(
+                "[[token]]\nname = \"t\"\nscope = \"{scope}\"\nmax_tags = 5\nsecret = \"0123456789abcdef0\"\n"
+            ));
+            TokenSources {
+                tokens_file: Some(path),
+                ..TokenSources::default()
+            }
+            .load()
+        };
+        let tokens = quota("mint").unwrap();
+        assert_eq!(
+            tokens.check(b"0123456789abcdef0").unwrap().max_tags(),
+            Some(5)
+        );
+        for scope in ["admin", "metrics"] {
+            let Err(ServerError::Config { setting, reason }) = quota(scope) else {
+                panic!("max_tags accepted on {scope}");
+            };
+            assert_eq!(setting, "tokens-file");
+            assert!(reason.contains("max_tags"), "{reason}");
+        }
+    }
+
+    #[test]
     fn the_example_file_loads() {
         let (_dir, path) = file(TOKEN_FILE_EXAMPLE);
         let sources = TokenSources {
@@ -369,6 +406,7 @@ mod tests {
         let orders = tokens.check(b"change-me-orders-0123456789").unwrap();
         assert!(orders.allows(Need::Mint) && !orders.allows(Need::Admin));
         assert!(orders.allows_tag(b"orders-eu") && !orders.allows_tag(b"payments"));
+        assert_eq!(orders.max_tags(), Some(500));
         // The metrics token is given by its digest: sha256("change-me-prometheus-0123456789").
         let prometheus = tokens.check(b"change-me-prometheus-0123456789").unwrap();
         assert!(prometheus.allows(Need::Metrics) && !prometheus.allows(Need::Mint));

@@ -104,6 +104,7 @@ pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
         Error::DatedRangeRefused { .. } => (StatusCode::CONFLICT, "dated"),
         Error::PeriodUnavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "period_unavailable"),
         Error::TooManyTags { .. } => (StatusCode::CONFLICT, "too_many_tags"),
+        Error::TagQuota { .. } => (StatusCode::CONFLICT, "tag_quota"),
         Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
         Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
         Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),

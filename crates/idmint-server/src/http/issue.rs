@@ -7,7 +7,9 @@ use axum::Json;
 
 use super::encode;
 use super::errors::ApiError;
-use super::params::{CountQuery, DecodeQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath};
+use super::params::{
+    Caller, CountQuery, DecodeQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath,
+};
 use super::state::AppState;
 use idmint_core::DatedForm;
 
@@ -37,10 +39,11 @@ pub(crate) async fn snowflake(
 pub(crate) async fn segment(
     State(state): State<AppState>,
     TagPath(tag): TagPath,
+    caller: Caller,
     Params(query): Params<CountQuery>,
 ) -> Result<Response, ApiError> {
     let count = state.count(query.count)?;
-    let buffer = state.ids.segments().buffer(&tag).await?;
+    let buffer = state.ids.segments().buffer(&tag, caller.asker()).await?;
     let runs = buffer.next_many(count).await?;
     telemetry::record_segment(&tag, count);
     if let (Some(dating), None) = (buffer.dating(), &query.form) {
@@ -62,6 +65,7 @@ pub(crate) async fn segment(
 pub(crate) async fn lease(
     State(state): State<AppState>,
     TagPath(tag): TagPath,
+    caller: Caller,
     Params(query): Params<SizeQuery>,
 ) -> Result<Response, ApiError> {
     let size = state.lease_size(query.size)?;
@@ -72,7 +76,7 @@ pub(crate) async fn lease(
             Ids::RUNS_REFUSED,
         ));
     }
-    let run = state.ids.segment_lease(&tag, size).await?;
+    let run = state.ids.segment_lease(&tag, size, caller.asker()).await?;
     if run.end.saturating_sub(run.start) != size {
         return Err(ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::encode;
 use super::errors::ApiError;
-use super::params::{LeafDecodeQuery, Params, TagPath};
+use super::params::{Caller, LeafDecodeQuery, Params, TagPath};
 use super::state::AppState;
 use crate::telemetry;
 
@@ -26,8 +26,9 @@ use crate::telemetry;
 pub(crate) async fn segment(
     State(state): State<AppState>,
     TagPath(tag): TagPath,
+    caller: Caller,
 ) -> Result<Response, ApiError> {
-    let runs = state.ids.segment_ids(&tag, 1).await?;
+    let runs = state.ids.segment_ids(&tag, 1, caller.asker()).await?;
     let id = runs.first().map(|run| run.start).ok_or_else(empty)?;
     telemetry::record_segment(&tag, 1);
     Ok(encode::plain_id(state.ids.tag_publisher(&tag).publish(id)))

@@ -48,7 +48,7 @@
 //! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (a token that is not valid, of another scope, or not for the tag) |
 //! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
 //! | 405 | `method_not_allowed` (with `Allow`) |
-//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then), `too_many_tags` (the node serves `--max-tags` tags already) |
+//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then), `too_many_tags` (the node serves `--max-tags` tags already, or all but the admin reserve `--admin-tag-reserve` for a non-admin token), `tag_quota` (the token has its `max_tags` tags: in the store, or loaded on this node) |
 //! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
 //! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `store_corrupt` (readyz, until restart), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
 //! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `store_corrupt` (the store's data is damaged: restore it from a backup), `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |

@@ -277,6 +277,28 @@ async fn path_param<S: Send + Sync>(
         .unwrap_or_default())
 }
 
+/// The token a request came with (`access::require` put its grant in the extensions), or none
+/// when no token is configured: whose quota a new tag counts against.
+#[derive(Debug)]
+pub(crate) struct Caller(Option<Arc<Grant>>);
+
+impl Caller {
+    /// What the tag cap and the quotas allow this caller.
+    pub(crate) fn asker(&self) -> crate::ids::Asker<'_> {
+        self.0
+            .as_deref()
+            .map_or(crate::ids::Asker::Operator, crate::ids::Asker::of)
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Caller(parts.extensions.get::<Arc<Grant>>().cloned()))
+    }
+}
+
 /// A validated tag from the path (`{tag}` or Leaf's `{key}`).
 #[derive(Debug)]
 pub(crate) struct TagPath(pub Tag);

@@ -8,6 +8,7 @@ mod corruption;
 mod lease_keeper;
 mod segments;
 mod tag_buffer;
+mod tag_quota;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ pub use self::corruption::CorruptionLatch;
 pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 pub use self::tag_buffer::TagBuffer;
+pub use self::tag_quota::{default_admin_reserve, default_share, Asker};
 
 /// Everything the ID service is configured with.
 #[derive(Debug, Clone)]
@@ -249,15 +251,26 @@ impl Ids {
         self.corruption.reason()
     }
 
-    /// `count` segment IDs of `tag`, as ascending runs.
-    pub async fn segment_ids(&self, tag: &Tag, count: u64) -> Result<Vec<Range<u64>>> {
-        self.segments.next_many(tag, count).await
+    /// `count` segment IDs of `tag`, as ascending runs, for `asker` (whose quota a new tag
+    /// counts against).
+    pub async fn segment_ids(
+        &self,
+        tag: &Tag,
+        count: u64,
+        asker: Asker<'_>,
+    ) -> Result<Vec<Range<u64>>> {
+        self.segments.next_many(tag, count, asker).await
     }
 
     /// `count` consecutive segment IDs of `tag` for a client to hand out later (a lease):
     /// refused for a dated tag, whose IDs the client would hand out past their period.
-    pub async fn segment_lease(&self, tag: &Tag, count: u64) -> Result<Range<u64>> {
-        match self.segments.buffer(tag).await? {
+    pub async fn segment_lease(
+        &self,
+        tag: &Tag,
+        count: u64,
+        asker: Asker<'_>,
+    ) -> Result<Range<u64>> {
+        match self.segments.buffer(tag, asker).await? {
             TagBuffer::Plain(buffer) => buffer.take_contiguous(count).await,
             TagBuffer::Dated(_) => Err(Error::DatedRangeRefused {
                 tag: tag.to_string(),

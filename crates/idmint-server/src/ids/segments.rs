@@ -4,7 +4,9 @@
 //! first time takes the slow path: its row is read from the store (or created, when
 //! `auto_create_tags` allows) so the buffer starts with the tag's step. First uses of different
 //! tags run at once (each waits only for its own store calls); two first uses of one tag share
-//! one. At most `max_tags` tags are served: one more is refused before the store is asked. A
+//! one. At most `max_tags` tags are served: one more is refused before the store is asked, and
+//! tokens other than the admin scope get that cap less the admin reserve and their own quota
+//! (`tag_quota`). A
 //! dated tag (its row says so) gets a [`DatedBuffer`] instead, over the same store and its
 //! clock.
 
@@ -18,6 +20,7 @@ use tokio::runtime::Handle;
 use tokio::sync::OnceCell;
 
 use super::tag_buffer::TagBuffer;
+use super::tag_quota::{Asker, TagQuotas};
 
 /// Tails given back at once at shutdown.
 const GIVE_BACK_AT_ONCE: usize = 32;
@@ -34,6 +37,8 @@ pub struct SegmentOptions {
     /// Most tags served (loaded or being loaded); one more is refused with
     /// [`Error::TooManyTags`].
     pub max_tags: usize,
+    /// The part of `max_tags` only the admin scope may fill (`--admin-tag-reserve`).
+    pub admin_reserve: usize,
 }
 
 impl Default for SegmentOptions {
@@ -43,6 +48,7 @@ impl Default for SegmentOptions {
             auto_create_tags: true,
             default_step: 1_000,
             max_tags: 10_000,
+            admin_reserve: super::tag_quota::default_admin_reserve(10_000),
         }
     }
 }
@@ -60,6 +66,8 @@ pub struct SegmentRegistry {
     /// Tags on their first use: one cell per tag, so a tag never gets two buffers while
     /// different tags load at once.
     loading: StdMutex<LoadingCells>,
+    /// Each token's share of the tags.
+    quotas: TagQuotas,
 }
 
 impl SegmentRegistry {
@@ -71,6 +79,7 @@ impl SegmentRegistry {
         options: SegmentOptions,
         runtime: Handle,
     ) -> Self {
+        let quotas = TagQuotas::new(options.max_tags);
         Self {
             store,
             leases,
@@ -79,12 +88,13 @@ impl SegmentRegistry {
             runtime,
             buffers: RwLock::new(HashMap::new()),
             loading: StdMutex::new(HashMap::new()),
+            quotas,
         }
     }
 
-    /// `n` IDs of `tag`, as ascending runs.
-    pub async fn next_many(&self, tag: &Tag, n: u64) -> Result<Vec<Range<u64>>> {
-        self.buffer(tag).await?.next_many(n).await
+    /// `n` IDs of `tag`, as ascending runs, for `asker`.
+    pub async fn next_many(&self, tag: &Tag, n: u64, asker: Asker<'_>) -> Result<Vec<Range<u64>>> {
+        self.buffer(tag, asker).await?.next_many(n).await
     }
 
     /// Passes a tag's new step to its running buffer, if this node has one: the next fetches
@@ -154,12 +164,13 @@ impl SegmentRegistry {
         given_back
     }
 
-    /// The buffer of `tag`, made on first use.
-    pub async fn buffer(&self, tag: &Tag) -> Result<TagBuffer> {
+    /// The buffer of `tag`, made on first use when `asker` may: within `max_tags` (less the
+    /// admin reserve for a tenant) and the tenant's quota. A tag already served is everyone's.
+    pub async fn buffer(&self, tag: &Tag, asker: Asker<'_>) -> Result<TagBuffer> {
         if let Some(buffer) = self.read().get(tag) {
             return Ok(buffer.clone());
         }
-        let cell = {
+        let (cell, charged) = {
             let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
             // Checked again under the lock: a load that finished inserts its buffer before it
             // leaves `loading`.
@@ -167,17 +178,25 @@ impl SegmentRegistry {
                 return Ok(buffer.clone());
             }
             match loading.get(tag) {
-                Some(cell) => Arc::clone(cell),
+                Some(cell) => (Arc::clone(cell), None),
                 None => {
-                    if self.read().len() + loading.len() >= self.options.max_tags {
+                    let limit = match asker {
+                        Asker::Operator => self.options.max_tags,
+                        Asker::Tenant(_) => self
+                            .options
+                            .max_tags
+                            .saturating_sub(self.options.admin_reserve),
+                    };
+                    if self.read().len() + loading.len() >= limit {
                         return Err(Error::TooManyTags {
                             tag: tag.to_string(),
-                            limit: self.options.max_tags,
+                            limit,
                         });
                     }
+                    let charged = self.quotas.charge(asker, tag)?;
                     let cell = Arc::new(OnceCell::new());
                     loading.insert(tag.clone(), Arc::clone(&cell));
-                    cell
+                    (cell, charged)
                 }
             }
         };
@@ -188,13 +207,16 @@ impl SegmentRegistry {
             loading: &self.loading,
             tag,
             cell: Arc::clone(&cell),
+            charged: charged.map(|token| (&self.quotas, token)),
         };
-        cell.get_or_try_init(|| self.load(tag)).await.cloned()
+        cell.get_or_try_init(|| self.load(tag, asker))
+            .await
+            .cloned()
     }
 
     /// Makes the buffer of `tag` from its row (created first if allowed) and registers it.
-    async fn load(&self, tag: &Tag) -> Result<TagBuffer> {
-        let info = self.tag_row(tag).await?;
+    async fn load(&self, tag: &Tag, asker: Asker<'_>) -> Result<TagBuffer> {
+        let info = self.tag_row(tag, asker).await?;
         let config = SegmentConfig {
             min_step: info.step,
             ..self.options.buffer.clone()
@@ -223,9 +245,9 @@ impl SegmentRegistry {
         Ok(buffers.entry(tag.clone()).or_insert(buffer).clone())
     }
 
-    /// The tag's row from the store, creating the tag first if allowed (plain: a dated tag
-    /// is made by an operator, with its period and zone).
-    async fn tag_row(&self, tag: &Tag) -> Result<TagInfo> {
+    /// The tag's row from the store, creating the tag first if allowed, within the asker's
+    /// quota (plain: a dated tag is made by an operator, with its period and zone).
+    async fn tag_row(&self, tag: &Tag, asker: Asker<'_>) -> Result<TagInfo> {
         if let Some(info) = self.store.tag_info(tag).await? {
             return Ok(info);
         }
@@ -236,7 +258,15 @@ impl SegmentRegistry {
             step: self.options.default_step,
             ..TagSettings::default()
         };
-        match self.store.create_tag(tag, &settings).await {
+        let created = self.store.create_tag(tag, &settings);
+        let created = self.quotas.create(
+            asker,
+            tag,
+            self.store.as_ref(),
+            self.clock.as_ref(),
+            created,
+        );
+        match created.await {
             Ok(info) => Ok(info),
             // Another node created it meanwhile: use its row.
             Err(Error::TagExists(_)) => self
@@ -253,15 +283,22 @@ impl SegmentRegistry {
     }
 }
 
-/// Removes a first use's cell from `loading` when the call that made or joined it ends.
+/// Removes a first use's cell from `loading` when the call that made or joined it ends, and
+/// gives the token's charge back when the load it paid for failed.
 struct Retire<'a> {
     loading: &'a StdMutex<LoadingCells>,
     tag: &'a Tag,
     cell: Arc<OnceCell<TagBuffer>>,
+    charged: Option<(&'a TagQuotas, Box<str>)>,
 }
 
 impl Drop for Retire<'_> {
     fn drop(&mut self) {
+        if let Some((quotas, token)) = &self.charged {
+            if !self.cell.initialized() {
+                quotas.release(token);
+            }
+        }
         let mut loading = self.loading.lock().unwrap_or_else(PoisonError::into_inner);
         if loading
             .get(self.tag)

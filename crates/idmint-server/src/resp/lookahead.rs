@@ -25,6 +25,7 @@ use tokio::task::JoinSet;
 
 use super::connection::Session;
 use super::reply;
+use crate::ids::Asker;
 
 /// New tags loaded at the same time by one connection.
 const LOAD_AT_ONCE: usize = 32;
@@ -123,8 +124,10 @@ impl Session {
                 failed |= !matches!(loads.join_next().await, Some(Ok(true)));
             }
             let ids = Arc::clone(&self.shared.ids);
+            let grant = self.grant.clone();
             loads.spawn(async move {
-                match ids.segments().buffer(&tag).await {
+                let asker = grant.as_deref().map_or(Asker::Operator, Asker::of);
+                match ids.segments().buffer(&tag, asker).await {
                     Ok(buffer) => buffer.current().warm_up().await.is_ok(),
                     Err(_) => false,
                 }

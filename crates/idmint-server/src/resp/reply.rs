@@ -262,7 +262,7 @@ impl ExactSizeIterator for RunIds {}
 /// - Of those, the errors a client program must tell apart from a bad command carry the HTTP
 ///   API's code right after `ERR`: `-ERR tag_exhausted ...` (the tag's IDs are used up, or too
 ///   few are left for `INCRBY`/`COUNT`: start a new tag), `-ERR too_many_tags ...` (the node's
-///   `--max-tags` is reached), `-ERR store_corrupt ...`, and `-ERR permuted ...` from
+///   `--max-tags` is reached), `-ERR tag_quota ...` (the token's `max_tags` is), `-ERR store_corrupt ...`, and `-ERR permuted ...` from
 ///   [`permuted`].
 pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
     if error.is_retryable() {
@@ -298,6 +298,7 @@ fn error_code(error: &Error) -> Option<&'static str> {
         Error::DatedRangeRefused { .. } => Some("dated"),
         Error::PeriodUnavailable { .. } => Some("period_unavailable"),
         Error::TooManyTags { .. } => Some("too_many_tags"),
+        Error::TagQuota { .. } => Some("tag_quota"),
         Error::StoreCorrupt { .. } => Some("store_corrupt"),
         _ => None,
     }

@@ -12,7 +12,8 @@
 
 use idmint_core::{Error, Result, Tag};
 
-use crate::ids::{Ids, Publisher, TagBuffer};
+use crate::auth::Grant;
+use crate::ids::{Asker, Ids, Publisher, TagBuffer};
 use crate::telemetry;
 
 /// Most tags one connection keeps at hand; using more only costs a registry lookup each.
@@ -73,15 +74,23 @@ impl TagCache {
     }
 
     /// The entry of the tag spelled `raw`, from the cache or the registry (which creates the
-    /// tag's buffer, and the tag itself when allowed, on first use). Fails for an invalid tag
-    /// name, an unknown tag when tags are not created on first use, or the store's error.
-    pub(super) async fn resolve(&mut self, ids: &Ids, raw: &[u8]) -> Result<&mut TagEntry> {
+    /// tag's buffer, and the tag itself when allowed, on first use, within the quota of the
+    /// connection's `grant`: `None` only when no token is configured). Fails for an invalid
+    /// tag name, an unknown tag when tags are not created on first use, a quota, or the
+    /// store's error.
+    pub(super) async fn resolve(
+        &mut self,
+        ids: &Ids,
+        raw: &[u8],
+        grant: Option<&Grant>,
+    ) -> Result<&mut TagEntry> {
         if self.get(raw).is_none() {
             let name = std::str::from_utf8(raw).map_err(|_| Error::InvalidTag {
                 tag: String::from_utf8_lossy(raw).chars().take(128).collect(),
             })?;
             let tag = Tag::new(name)?;
-            let buffer = ids.segments().buffer(&tag).await?;
+            let asker = grant.map_or(Asker::Operator, Asker::of);
+            let buffer = ids.segments().buffer(&tag, asker).await?;
             let issued = telemetry::segment_counter(&tag);
             let publisher = ids.tag_publisher(&tag);
             if self.entries.len() >= CAPACITY {

@@ -10,7 +10,7 @@ use idmint_server::auth::Auth;
 use idmint_server::http::{self, HttpOptions};
 
 use crate::common::{ids_config, prometheus, sqlite_url};
-use idmint_server::ids::Ids;
+use idmint_server::ids::{Asker, Ids};
 use idmint_store::StoreOptions;
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
@@ -478,7 +478,12 @@ async fn tags_are_created_updated_and_listed() {
     assert_eq!(updated["step"], 80);
     // The node's running buffer of the tag takes the new step for its next fetches.
     let invoices = idmint_core::Tag::new("invoices").unwrap();
-    let buffer = server.ids.segments().buffer(&invoices).await.unwrap();
+    let buffer = server
+        .ids
+        .segments()
+        .buffer(&invoices, Asker::Operator)
+        .await
+        .unwrap();
     assert_eq!(buffer.current().min_step(), 80);
     assert_eq!(updated["description"], "invoice numbers");
     let updated = ok_json(put("/v1/tags/invoices", r#"{"description": "renamed"}"#).await).await;

@@ -10,7 +10,7 @@ use idmint_core::store::LeaseRequest;
 use idmint_core::{
     Clock, Error, Layout, ManualClock, SnowflakeConfig, SnowflakeGenerator, SystemClock, Tag,
 };
-use idmint_server::ids::{ClockPolicy, Ids, IdsConfig};
+use idmint_server::ids::{Asker, ClockPolicy, Ids, IdsConfig};
 use idmint_store::{Store, StoreOptions};
 
 use crate::common::{ids_config, sqlite_url};
@@ -58,7 +58,7 @@ async fn two_nodes_on_one_store_never_share_an_id() {
             let snowflakes = take_snowflakes(&node, 20_000).await;
             let mut segment = Vec::new();
             for _ in 0..200 {
-                for run in node.segment_ids(&tag, 7).await.unwrap() {
+                for run in node.segment_ids(&tag, 7, Asker::Operator).await.unwrap() {
                     segment.extend(run);
                 }
             }
@@ -146,7 +146,7 @@ async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
         .await
         .unwrap();
     let worker = first.keeper().lease().worker_id;
-    let runs = first.segment_ids(&tag, 25).await.unwrap();
+    let runs = first.segment_ids(&tag, 25, Asker::Operator).await.unwrap();
     let last = runs.last().unwrap().end - 1;
     first.shutdown().await.unwrap();
     let leases = store(&url).await.leases.list_leases().await.unwrap();
@@ -172,7 +172,7 @@ async fn graceful_shutdown_gives_back_and_a_restart_continues_without_gap() {
         minted <= now + 100,
         "minted at {minted}, now {now}: the restart borrowed time"
     );
-    let next = second.segment_ids(&tag, 1).await.unwrap();
+    let next = second.segment_ids(&tag, 1, Asker::Operator).await.unwrap();
     assert_eq!(
         next[0].start,
         last + 1,
@@ -199,7 +199,7 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
     assert!(matches!(err, Error::ClockBehind { .. }), "{err:?}");
     assert!(started.elapsed() < Duration::from_secs(1));
     let err = ids
-        .segment_ids(&Tag::new("nope").unwrap(), 1)
+        .segment_ids(&Tag::new("nope").unwrap(), 1, Asker::Operator)
         .await
         .unwrap_err();
     assert_eq!(err, Error::UnknownTag("nope".into()));
@@ -280,7 +280,10 @@ async fn policy_wait_keeps_the_worker_and_fails_fast_until_the_clock_catches_up(
     }
     // Segment IDs do not depend on the clock.
     let tag = Tag::new("during-wait").unwrap();
-    assert_eq!(node.segment_ids(&tag, 3).await.unwrap(), vec![1..4]);
+    assert_eq!(
+        node.segment_ids(&tag, 3, Asker::Operator).await.unwrap(),
+        vec![1..4]
+    );
     // Once the clock passes the HWM, snowflakes continue above everything issued.
     clock.advance(Duration::from_secs(60));
     assert_eq!(node.snowflake_clock_behind_ms(), 0);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{idmint_command, sqlite_url, Server};
 
-const ADMIN: &str = "admin-secret-0123456789abcdef";
+pub(crate) const ADMIN: &str = "admin-secret-0123456789abcdef";
 const ORDERS: &str = "orders-secret-0123456789abcdef";
 const PROMETHEUS: &str = "prometheus-secret-0123456789ab";
 const READ_WITHIN: Duration = Duration::from_secs(10);
@@ -85,7 +85,7 @@ pub(crate) fn http(
 
 /// A Redis-protocol connection speaking raw RESP, one reply line at a time.
 pub(crate) struct Resp {
-    reader: BufReader<TcpStream>,
+    pub(crate) reader: BufReader<TcpStream>,
 }
 
 impl Resp {
@@ -98,7 +98,7 @@ impl Resp {
     }
 
     /// Sends `args` as one command.
-    fn send(&mut self, args: &[&str]) {
+    pub(crate) fn send(&mut self, args: &[&str]) {
         let mut request = format!("*{}\r\n", args.len());
         for arg in args {
             request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
@@ -108,7 +108,7 @@ impl Resp {
 
     /// The next reply's first line (enough for integers, errors and simple strings); for a
     /// bulk string, its content. Empty when the server closed the connection.
-    fn reply(&mut self) -> String {
+    pub(crate) fn reply(&mut self) -> String {
         let mut line = String::new();
         if self.reader.read_line(&mut line).unwrap_or(0) == 0 {
             return String::new();
@@ -129,7 +129,7 @@ impl Resp {
 }
 
 /// The value of the metric line starting with `series` in `/metrics` (0 when absent).
-fn metric(addr: SocketAddr, series: &str) -> f64 {
+pub(crate) fn metric(addr: SocketAddr, series: &str) -> f64 {
     let (status, _, body) = http(addr, "GET", "/metrics", Some(ADMIN));
     assert_eq!(status, 200, "{body}");
     body.lines()

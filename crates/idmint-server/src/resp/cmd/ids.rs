@@ -102,7 +102,10 @@ impl Session {
     /// tag shown as text answers in its text form (`IDMINT.NEXT tag` without `FORMAT`).
     async fn next_one(&mut self, tag: &[u8], dated_text: bool, out: &mut BytesMut) {
         let result: Result<(u64, Option<IdFormat>)> = async {
-            let entry = self.tags.resolve(&self.shared.ids, tag).await?;
+            let entry = self
+                .tags
+                .resolve(&self.shared.ids, tag, self.grant.as_deref())
+                .await?;
             let id = match entry.buffer.try_next() {
                 Some(id) => id,
                 None => entry.buffer.next().await?,
@@ -133,7 +136,10 @@ impl Session {
             return reply::permuted(out);
         }
         let result: Result<u64> = async {
-            let entry = self.tags.resolve(&self.shared.ids, tag).await?;
+            let entry = self
+                .tags
+                .resolve(&self.shared.ids, tag, self.grant.as_deref())
+                .await?;
             let run = entry.buffer.take_contiguous(n).await?;
             entry.issued(run.end.saturating_sub(run.start));
             Ok(entry.publisher.publish(run.end.saturating_sub(1)))
@@ -194,7 +200,10 @@ impl Session {
             return;
         };
         let result = async {
-            let entry = self.tags.resolve(&self.shared.ids, tag).await?;
+            let entry = self
+                .tags
+                .resolve(&self.shared.ids, tag, self.grant.as_deref())
+                .await?;
             let runs = entry.buffer.next_many(count).await?;
             let total: u64 = runs.iter().map(|r| r.end.saturating_sub(r.start)).sum();
             entry.issued(total);

@@ -139,7 +139,10 @@ impl Session {
 
     /// The run `IDMINT.RANGE` answers, remembered for `IDMINT.GIVEBACK`.
     async fn take_range(&mut self, raw: &[u8], n: u64, floor: Option<u64>) -> Result<Range<u64>> {
-        let entry = self.tags.resolve(&self.shared.ids, raw).await?;
+        let entry = self
+            .tags
+            .resolve(&self.shared.ids, raw, self.grant.as_deref())
+            .await?;
         let buffer = match &entry.buffer {
             TagBuffer::Plain(buffer) => Arc::clone(buffer),
             TagBuffer::Dated(dated) => {
