@@ -1229,3 +1229,105 @@ fn slow_and_silent_clients_do_not_hold_the_server() {
     assert_serving(&node, &mut seen, "slow clients");
     node.stop();
 }
+
+/// A number the node cannot read states the range it accepts: this node's `--max-count` and
+/// `--max-lease-size`, the layout's shards and IDs (issue 27: `count=abc` said
+/// `0..=18446744073709551615`, `u64`'s range, whatever the node takes).
+#[tokio::test]
+async fn http_number_refusals_state_the_accepted_range() {
+    let store = common::sqlite_url("hostile-ranges");
+    let layout = "time:41@1ms,shard:4,worker:6,seq:12";
+    let server = common::Server::start_with(
+        &store,
+        "ranges",
+        &[
+            "--layout",
+            layout,
+            "--max-count",
+            "500",
+            "--max-lease-size",
+            "700",
+        ],
+    );
+    let client = reqwest::Client::new();
+    let cases = [
+        (
+            "GET",
+            "/v1/snowflake?count=abc",
+            "invalid_count",
+            "in 1..=500, got `abc`",
+        ),
+        (
+            "GET",
+            "/v1/snowflake?count=99999999999999999999",
+            "invalid_count",
+            "in 1..=500,",
+        ),
+        (
+            "GET",
+            "/v1/snowflake?count=501",
+            "invalid_count",
+            "in 1..=500, got 501",
+        ),
+        (
+            "GET",
+            "/v1/segment/t?count=-1",
+            "invalid_count",
+            "in 1..=500, got `-1`",
+        ),
+        (
+            "GET",
+            "/v1/snowflake?shard=x",
+            "invalid_shard",
+            "in 0..=15, got `x`",
+        ),
+        (
+            "POST",
+            "/v1/segment/t/lease?size=x",
+            "invalid_size",
+            "in 1..=700, got `x`",
+        ),
+        (
+            "POST",
+            "/v1/segment/t/lease?size=701",
+            "invalid_size",
+            "in 1..=700, got 701",
+        ),
+        (
+            "GET",
+            "/v1/snowflake?format=base62&width=x",
+            "invalid_format",
+            "in 0..=32, got `x`",
+        ),
+        (
+            "GET",
+            "/v1/decode/abc",
+            "invalid_id",
+            "in 0..=9223372036854775807, got `abc`",
+        ),
+        (
+            "GET",
+            "/decodeSnowflakeId?snowflakeId=x",
+            "invalid_id",
+            "in 0..=9223372036854775807, got `x`",
+        ),
+    ];
+    for (method, target, code, says) in cases {
+        let url = format!("{}{target}", server.http);
+        let request = match method {
+            "POST" => client.post(&url),
+            _ => client.get(&url),
+        };
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), 400, "{target}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{target}: {body}");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(message.contains(says), "{target}: {message}");
+        assert!(
+            !message.contains("18446744073709551615"),
+            "{target}: {message}"
+        );
+    }
+    server.stop();
+}
