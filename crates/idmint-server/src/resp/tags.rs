@@ -77,10 +77,7 @@ impl TagCache {
     /// name, an unknown tag when tags are not created on first use, or the store's error.
     pub(super) async fn resolve(&mut self, ids: &Ids, raw: &[u8]) -> Result<&mut TagEntry> {
         if self.get(raw).is_none() {
-            let name = std::str::from_utf8(raw).map_err(|_| Error::InvalidTag {
-                tag: String::from_utf8_lossy(raw).chars().take(128).collect(),
-            })?;
-            let tag = Tag::new(name)?;
+            let tag = Tag::from_bytes(raw)?;
             let buffer = ids.segments().buffer(&tag).await?;
             let issued = telemetry::segment_counter(&tag);
             let publisher = ids.tag_publisher(&tag);

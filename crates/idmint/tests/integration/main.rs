@@ -23,3 +23,4 @@ mod security;
 mod serve;
 mod starting;
 mod store_sets;
+mod text_tags;
