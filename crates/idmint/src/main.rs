@@ -5,8 +5,9 @@
 //! pair every subcommand that touches IDs shares (`serve`, `next` and `tags` will reuse it).
 //!
 //! Exit status: 0 on success; 2 for anything the user typed wrong (clap's own usage errors,
-//! and a bad `--layout`, `--epoch` or ID, which print one `error: FLAG: problem` line on
-//! stderr); 1 for any other failure (the store cannot be reached, a listen port is in use, no
+//! and a bad value of any flag, variable or file setting, `--layout`, `--epoch` or ID, which
+//! print one `error: FLAG: problem` line on stderr, naming the variable or file when the value
+//! came from one); 1 for any other failure (the store cannot be reached, a listen port is in use, no
 //! worker ID came free within `--worker-wait`). A reader that closes the pipe early
 //! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
 
