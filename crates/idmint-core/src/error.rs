@@ -46,10 +46,14 @@ pub enum Error {
         reason: String,
     },
 
-    /// A tag name breaks the rule `[A-Za-z0-9_.:-]{1,128}`.
-    #[error("invalid tag `{tag}`: tags are 1 to 128 characters of A-Z a-z 0-9 _ . : -")]
+    /// A tag name breaks the rule: UTF-8, 1 to 128 bytes, no control characters or line
+    /// separators, no space at either end (see `tag.rs`).
+    #[error(
+        "invalid tag `{tag}`: tags are 1 to 128 bytes of UTF-8 text, without control \
+         characters and without a space at either end"
+    )]
     InvalidTag {
-        /// The refused name (possibly truncated for display).
+        /// The refused name (possibly truncated for display, control characters escaped)
         tag: String,
     },
 

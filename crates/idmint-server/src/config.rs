@@ -380,6 +380,11 @@ impl PartialConfig {
                 Self::setting_names().any(|name| name == quoted)
             });
             match key {
+                // A value of a known setting: the error names that setting, and says the file.
+                Some(key) if Self::setting_names().any(|name| name == key) => ServerError::Config {
+                    setting: key.replace('_', "-"),
+                    reason: format!("{}: line {line}, `{key}`: {message}", path.display()),
+                },
                 Some(key) => error(format!("line {line}, `{key}`: {message}")),
                 None => error(format!("line {line}: {message}")),
             }
@@ -404,6 +409,19 @@ impl PartialConfig {
             }
         }
         serde_json::from_value(Value::Object(upper)).map_err(merge_error)
+    }
+
+    /// The settings this layer gives a value, by flag name without dashes (`max-count`): to
+    /// say where a refused value came from.
+    pub fn given(&self) -> Vec<String> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(fields)) => fields
+                .into_iter()
+                .filter(|(_, value)| !value.is_null())
+                .map(|(key, _)| key.replace('_', "-"))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// The TOML keys, which are the flags' names with underscores.
@@ -555,7 +573,9 @@ impl ServeConfig {
         file: PartialConfig,
         default_node_name: &str,
     ) -> Result<Self, ServerError> {
-        let layers = command_line.over(file)?.over(PartialConfig::defaults())?;
+        let given = command_line.over(file)?;
+        let layers = given.clone().over(PartialConfig::defaults())?;
+        check_durations(&layers)?;
         let data_dir = defaulted(layers.data_dir, "data-dir")?;
         let (stores, store_setting) = match (layers.store, layers.store_file) {
             (Some(_), Some(_)) => {
@@ -566,7 +586,10 @@ impl ServeConfig {
             }
             (None, Some(path)) => (read_store_file(&path)?, "store-file"),
             (Some(stores), None) if !stores.is_empty() => (stores, "store"),
-            _ => (vec![embedded_store_url(&data_dir)], "store"),
+            _ => {
+                check_data_dir(&data_dir)?;
+                (vec![embedded_store_url(&data_dir)], "store")
+            }
         };
         check_store_list(&stores, store_setting, layers.home_store)?;
         let store_block = defaulted(layers.store_block, "store-block")?;
@@ -691,10 +714,7 @@ impl ServeConfig {
             // Set from the store at start: the ID space pinned there.
             ..LeaseConfig::default()
         };
-        lease.validate().map_err(|error| ServerError::Config {
-            setting: "lease-ttl, lease-renew, hwm-lead".into(),
-            reason: error.to_string(),
-        })?;
+        check_lease_timing(&lease, &given)?;
         let snowflake = SnowflakeConfig {
             max_lead: defaulted(layers.max_lead, "max-lead")?,
             max_wait: defaulted(layers.max_wait, "max-wait")?,
@@ -728,11 +748,21 @@ impl ServeConfig {
             auto_create_tags: defaulted(layers.auto_create_tags, "auto-create-tags")?,
             default_step,
             allow_non_durable: defaulted(layers.allow_non_durable, "allow-non-durable")?,
-            io_threads: layers.io_threads.unwrap_or_else(|| {
-                default_io_threads(
+            io_threads: match layers.io_threads {
+                Some(threads) if threads > MAX_IO_THREADS => {
+                    return Err(ServerError::Config {
+                        setting: "io-threads".into(),
+                        reason: format!(
+                            "{threads} is above {MAX_IO_THREADS}: each is a thread with a \
+                             runtime of its own; one per CPU is the most that helps"
+                        ),
+                    })
+                }
+                Some(threads) => threads,
+                None => default_io_threads(
                     std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
-                )
-            }),
+                ),
+            },
             namespace: defaulted(layers.namespace, "namespace")?,
             drain_timeout: Duration::from_secs(10),
             lease,
@@ -791,6 +821,137 @@ impl Default for ConnectionLimits {
             idle_timeout: None,
         }
     }
+}
+
+/// Most connection threads (`--io-threads`): far above any machine's CPUs, well below what
+/// would exhaust the process's threads (a typo of a zero too many once panicked at start).
+pub const MAX_IO_THREADS: usize = 1024;
+
+/// The longest any duration setting may be, but `--idle-timeout`: a day is far beyond any
+/// sensible lease, wait or timeout, and keeps every deadline computed from one far from
+/// overflowing (`--store-call-timeout 580000000000years` once panicked at the first call).
+const MAX_DURATION: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The longest `--idle-timeout`: a year (0 already means never).
+const MAX_IDLE_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+
+/// Refuses a duration setting above its bound ([`MAX_DURATION`], [`MAX_IDLE_TIMEOUT`]).
+fn check_durations(layers: &PartialConfig) -> Result<(), ServerError> {
+    let bounded = [
+        (
+            "store-call-timeout",
+            layers.store_call_timeout,
+            MAX_DURATION,
+        ),
+        ("auth-timeout", layers.auth_timeout, MAX_DURATION),
+        ("idle-timeout", layers.idle_timeout, MAX_IDLE_TIMEOUT),
+        ("lease-ttl", layers.lease_ttl, MAX_DURATION),
+        ("lease-renew", layers.lease_renew, MAX_DURATION),
+        ("hwm-lead", layers.hwm_lead, MAX_DURATION),
+        ("max-lead", layers.max_lead, MAX_DURATION),
+        ("max-wait", layers.max_wait, MAX_DURATION),
+        ("worker-wait", layers.worker_wait, MAX_DURATION),
+    ];
+    for (setting, value, max) in bounded {
+        if let Some(value) = value.filter(|value| *value > max) {
+            return Err(ServerError::Config {
+                setting: setting.into(),
+                reason: format!(
+                    "{} is above the most it may be, {}",
+                    humantime::format_duration(value),
+                    humantime::format_duration(max)
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a `--data-dir` that cannot hold the embedded store: empty, or a file. A folder that
+/// does not exist yet is fine (the store creates it); one that cannot be created fails when the
+/// store opens, which may be passing (a volume not mounted yet).
+fn check_data_dir(data_dir: &Path) -> Result<(), ServerError> {
+    let refused = |reason: String| ServerError::Config {
+        setting: "data-dir".into(),
+        reason,
+    };
+    if data_dir.as_os_str().is_empty() {
+        return Err(refused(
+            "is empty: name a folder, e.g. ./idmint-data".into(),
+        ));
+    }
+    if data_dir.exists() && !data_dir.is_dir() {
+        return Err(refused(format!(
+            "{} is not a folder: the embedded store needs a folder to keep its files in",
+            data_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Checks the lease timing ([`LeaseConfig::validate`]), naming the setting to change: of a
+/// pair in the wrong order, the one the operator gave (`given`: flags, variables and file), or
+/// the first of the pair when both or neither were given.
+fn check_lease_timing(lease: &LeaseConfig, given: &PartialConfig) -> Result<(), ServerError> {
+    if lease.renew_every.is_zero() {
+        return Err(ServerError::Config {
+            setting: "lease-renew".into(),
+            reason: "must be above 0".into(),
+        });
+    }
+    // (larger setting, its value, smaller setting, its value, given, what goes wrong)
+    let pairs = [
+        (
+            ("lease-ttl", lease.ttl, given.lease_ttl.is_some()),
+            (
+                "lease-renew",
+                lease.renew_every,
+                given.lease_renew.is_some(),
+            ),
+            "the lease would lapse between renewals",
+        ),
+        (
+            ("hwm-lead", lease.hwm_lead, given.hwm_lead.is_some()),
+            (
+                "lease-renew",
+                lease.renew_every,
+                given.lease_renew.is_some(),
+            ),
+            "snowflakes would stall between renewals",
+        ),
+    ];
+    for ((large, large_value, large_given), (small, small_value, small_given), harm) in pairs {
+        if large_value > small_value {
+            continue;
+        }
+        let shown = |d: Duration| humantime::format_duration(d).to_string();
+        let reason = if small_given && !large_given {
+            format!(
+                "{} is not below --{large} ({}): {harm}",
+                shown(small_value),
+                shown(large_value)
+            )
+        } else {
+            format!(
+                "{} is not above --{small} ({}): {harm}",
+                shown(large_value),
+                shown(small_value)
+            )
+        };
+        return Err(ServerError::Config {
+            setting: if small_given && !large_given {
+                small
+            } else {
+                large
+            }
+            .into(),
+            reason,
+        });
+    }
+    lease.validate().map_err(|error| ServerError::Config {
+        setting: "lease-ttl".into(),
+        reason: error.to_string(),
+    })
 }
 
 /// A setting after the defaults layer: [`PartialConfig::defaults`] gives it a value, so `None`
@@ -1172,7 +1333,7 @@ mod tests {
                 lease_renew: Some(Duration::from_secs(2)),
                 ..Default::default()
             }),
-            "lease-ttl, lease-renew, hwm-lead"
+            "lease-ttl"
         );
         // A value of the wrong form is refused where it is read, naming its setting.
         let file_error = |text: &str| match PartialConfig::from_toml(text, Path::new("ids.toml")) {

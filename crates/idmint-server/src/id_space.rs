@@ -97,11 +97,17 @@ pub struct ChangeReport {
     pub change: SpaceChange,
     /// Whether it was written (false for a dry run).
     pub recorded: bool,
+    /// The worker leases live when it was judged: a dry run judges whatever the leases (on
+    /// the high-water marks as they are: those of live nodes still rise), and the change
+    /// itself passes only once they have ended. Always empty when `recorded`.
+    pub live_leases: Vec<LeaseInfo>,
 }
 
 /// Moves the namespace to `new` from now by the store's clock, if every ID `new` can issue
 /// lies above every ID issued so far (see `idmint_core::id_space::plan_change`) and no node
-/// holds a live lease; with `dry_run`, only judges. Refuses with the numbers otherwise.
+/// holds a live lease; with `dry_run`, only judges, whatever the leases (an operator plans a
+/// change before stopping the nodes), and reports the live ones. Refuses with the numbers
+/// otherwise.
 ///
 /// The moment is the store's, like lease expiry: an operator's machine whose clock ran hours
 /// ahead would otherwise start the new space hours ahead, and every node would wait for it.
@@ -116,9 +122,19 @@ pub async fn change(
         return Err(nothing_recorded());
     };
     let workers = leases.list_leases().await?;
-    refuse_live_leases(&workers)?;
+    if !dry_run {
+        refuse_live_leases(&workers)?;
+    }
+    let live_leases: Vec<LeaseInfo> = workers.iter().filter(|w| w.live).cloned().collect();
     let max_hwm_ms = workers.iter().map(|w| w.hwm_ms).max().unwrap_or(0);
-    let change = plan_change(current, new, max_hwm_ms, now_ms)?;
+    let change = plan_change(current, new, max_hwm_ms, now_ms).map_err(|error| {
+        match (error, live_leases.is_empty()) {
+            (Error::IdSpaceRefused(reason), false) => {
+                Error::IdSpaceRefused(format!("{reason}; and {}", leases_held(&live_leases)))
+            }
+            (error, _) => error,
+        }
+    })?;
     if !dry_run {
         leases.record_id_space(&change.record, max_hwm_ms).await?;
         tracing::info!(version = change.record.version, space = %new, "ID space changed");
@@ -127,7 +143,21 @@ pub async fn change(
         from: current.clone(),
         change,
         recorded: !dry_run,
+        live_leases,
     })
+}
+
+/// `N node(s) still hold worker leases (worker 3 held by `a`, ...)`.
+pub fn leases_held(live: &[LeaseInfo]) -> String {
+    let held: Vec<String> = live
+        .iter()
+        .map(|w| format!("worker {} held by `{}`", w.worker_id, w.node_name))
+        .collect();
+    format!(
+        "{} node(s) still hold worker leases ({})",
+        live.len(),
+        held.join(", ")
+    )
 }
 
 /// The refusal of a change in a namespace where no space is recorded yet.
@@ -141,19 +171,14 @@ pub fn nothing_recorded() -> Error {
 
 /// Refuses while any node holds a live lease: it could issue above any HWM read now.
 fn refuse_live_leases(workers: &[LeaseInfo]) -> Result<()> {
-    let live: Vec<String> = workers
-        .iter()
-        .filter(|w| w.live)
-        .map(|w| format!("worker {} held by `{}`", w.worker_id, w.node_name))
-        .collect();
+    let live: Vec<LeaseInfo> = workers.iter().filter(|w| w.live).cloned().collect();
     if live.is_empty() {
         return Ok(());
     }
     Err(Error::IdSpaceRefused(format!(
-        "{} node(s) still hold worker leases ({}): stop every node of this namespace, or wait \
-         for the leases of killed ones to expire, then try again",
-        live.len(),
-        live.join(", ")
+        "{}: stop every node of this namespace, or wait for the leases of killed ones to \
+         expire, then try again (--dry-run shows the plan meanwhile)",
+        leases_held(&live)
     )))
 }
 

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use idmint_core::layout::format_ms_rfc3339;
+use idmint_core::layout::{format_ms_rfc3339, parse_epoch};
 use idmint_core::{Clock, FieldKind, Layout, SystemClock};
 use idmint_store::{Location, StoreOptions};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
@@ -41,9 +41,9 @@ pub async fn run(
     let upkeep = metrics
         .clone()
         .map(|handle| tokio::spawn(metrics_upkeep(handle)));
-    let layout = Layout::parse_with_epoch(&config.layout, config.epoch.as_deref())?;
+    let layout = parse_layout(&config)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    refuse_exhausted_layout(&layout, clock.as_ref())?;
+    refuse_exhausted_layout(&layout, config.epoch.is_some(), clock.now_ms())?;
     check_settings(&config, &layout, clock.now_ms())?;
     let auth = Arc::new(Auth::new(config.tokens.load()?));
     warn_if_open(&config, &auth);
@@ -170,17 +170,63 @@ pub async fn run(
     outcome
 }
 
+/// The layout of `--layout` with the epoch of `--epoch`, each refused under its own flag.
+fn parse_layout(config: &ServeConfig) -> Result<Layout, ServerError> {
+    let refused = |setting: &str, error: idmint_core::Error| ServerError::Config {
+        setting: setting.into(),
+        reason: error.to_string(),
+    };
+    let layout = Layout::parse(&config.layout).map_err(|error| refused("layout", error))?;
+    match config.epoch.as_deref() {
+        Some(epoch) => parse_epoch(epoch)
+            .and_then(|epoch_ms| layout.with_epoch(epoch_ms))
+            .map_err(|error| refused("epoch", error)),
+        None => Ok(layout),
+    }
+}
+
 /// A layout that has run out can mint no snowflake: refuse it before the store is opened, so
 /// the node takes no worker lease (which would hold a worker ID for a lease period and raise
-/// its high-water mark for nothing).
-fn refuse_exhausted_layout(layout: &Layout, clock: &dyn Clock) -> Result<(), ServerError> {
-    if clock.now_ms() >= layout.ends_at_ms() {
-        return Err(idmint_core::Error::LayoutExhausted {
-            ends_at: format_ms_rfc3339(layout.ends_at_ms()),
-        }
-        .into());
+/// its high-water mark for nothing). The error is the `--epoch`'s when one was given, else the
+/// `--layout`'s (a preset such as uid-generator, whose epoch of 2016 ran out in 2024), and says
+/// what to do: a later epoch, with the date it would run until.
+fn refuse_exhausted_layout(
+    layout: &Layout,
+    epoch_given: bool,
+    now_ms: u64,
+) -> Result<(), ServerError> {
+    if now_ms < layout.ends_at_ms() {
+        return Ok(());
     }
-    Ok(())
+    const DAY_MS: u64 = 24 * 60 * 60 * 1000;
+    let today_ms = now_ms - now_ms % DAY_MS;
+    let today = format_ms_rfc3339(today_ms);
+    let today = today.get(..10).unwrap_or(&today);
+    // Today's date, or this moment for a layout too short to last the rest of the day.
+    let later = [(today.to_owned(), today_ms), (now_ms.to_string(), now_ms)]
+        .into_iter()
+        .find_map(|(shown, epoch_ms)| {
+            let later = layout.clone().with_epoch(epoch_ms).ok()?;
+            (later.ends_at_ms() > now_ms).then_some((shown, later.ends_at_ms()))
+        });
+    let advice = match later {
+        Some((epoch, ends_at_ms)) => format!(
+            "give a later epoch, e.g. --epoch {epoch}, which runs it until {}, or another \
+             layout (`idmint layout --layout SPEC --epoch DATE` shows when one runs out)",
+            format_ms_rfc3339(ends_at_ms)
+        ),
+        None => "give a later --epoch, or another layout".to_owned(),
+    };
+    Err(ServerError::Config {
+        setting: if epoch_given { "epoch" } else { "layout" }.into(),
+        reason: format!(
+            "{layout} ran out at {}: its {}-bit time field, counted from the epoch {}, is used \
+             up, so it can mint no ID; {advice}",
+            format_ms_rfc3339(layout.ends_at_ms()),
+            layout.field(FieldKind::Time).map_or(0, |field| field.bits),
+            format_ms_rfc3339(layout.epoch_ms()),
+        ),
+    })
 }
 
 /// Checks the settings the layout and the store URL decide, before anything is opened: the epoch
@@ -218,6 +264,12 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
     for store in &config.stores {
         Location::parse(store).map_err(|error| refused("store", error))?;
     }
+    StoreOptions {
+        namespace: config.namespace.clone(),
+        ..StoreOptions::default()
+    }
+    .validate()
+    .map_err(|error| refused("namespace", error))?;
     Ok(())
 }
 
@@ -406,8 +458,6 @@ fn log_started(
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use idmint_core::ManualClock;
-
     use crate::config::PartialConfig;
 
     use super::*;
@@ -467,16 +517,20 @@ mod tests {
             panic!("the layout does not parse");
         };
         assert_eq!(layout.ends_at_ms(), 4_000);
-        assert!(refuse_exhausted_layout(&layout, &ManualClock::new(3_999)).is_ok());
-        let refused = refuse_exhausted_layout(&layout, &ManualClock::new(4_000));
-        assert!(
-            matches!(
-                refused,
-                Err(ServerError::Ids(idmint_core::Error::LayoutExhausted { ref ends_at }))
-                    if ends_at == "1970-01-01T00:00:04.000Z"
-            ),
-            "{refused:?}"
-        );
+        assert!(refuse_exhausted_layout(&layout, true, 3_999).is_ok());
+        for (epoch_given, setting) in [(true, "epoch"), (false, "layout")] {
+            let refused = refuse_exhausted_layout(&layout, epoch_given, 4_000);
+            assert!(
+                matches!(
+                    &refused,
+                    Err(ServerError::Config { setting: named, reason })
+                        if named == setting
+                            && reason.contains("ran out at 1970-01-01T00:00:04.000Z")
+                            && reason.contains("--epoch 4000, which runs it until 1970-01-01T00:00:08.000Z")
+                ),
+                "{refused:?}"
+            );
+        }
     }
 
     /// The listeners the startup warning names: only those other machines can reach.

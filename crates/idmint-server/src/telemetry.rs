@@ -137,7 +137,8 @@ impl Recorded {
 /// grow `/metrics` (and the recorder's memory) without bound.
 pub const METRIC_TAGS: usize = 100;
 
-/// The `tag` label of the tags beyond [`METRIC_TAGS`] (not a valid tag name, so never one).
+/// The `tag` label of the tags beyond [`METRIC_TAGS`]; a tag named `(other)` is counted there
+/// too, so no series ever stands for two things.
 pub const OTHER_TAGS: &str = "(other)";
 
 /// The tags that have series of their own, in this process.
@@ -146,11 +147,18 @@ static NAMED_TAGS: Mutex<Option<HashSet<Tag>>> = Mutex::new(None);
 /// The `tag` label of `tag`: its name while fewer than [`METRIC_TAGS`] tags have one (first
 /// come, kept for the process's life, so a counter's series never changes), else
 /// [`OTHER_TAGS`].
+///
+/// The name is passed with each `\` doubled: the exporter escapes `"` and newlines (a tag has
+/// none of the latter) but takes a `\` for the start of an escape already made, so `a\"b` would
+/// lose its `\` and be shown as the tag `a"b`. Doubled, every tag reads back exactly.
 pub(crate) fn tag_label(tag: &Tag) -> String {
+    if tag.as_str() == OTHER_TAGS {
+        return OTHER_TAGS.to_owned();
+    }
     let mut named = NAMED_TAGS.lock().unwrap_or_else(PoisonError::into_inner);
     let named = named.get_or_insert_with(HashSet::new);
     if named.contains(tag) || (named.len() < METRIC_TAGS && named.insert(tag.clone())) {
-        tag.as_str().to_owned()
+        tag.as_str().replace('\\', "\\\\")
     } else {
         OTHER_TAGS.to_owned()
     }

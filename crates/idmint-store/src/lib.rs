@@ -56,8 +56,9 @@ impl Default for StoreOptions {
 }
 
 impl StoreOptions {
-    /// Checks the namespace: it becomes part of table names, so only `[a-z0-9_]{1,32}`.
-    fn validate(&self) -> Result<()> {
+    /// Checks the namespace: it becomes part of table names, so only `[a-z0-9_]{1,32}`. Public
+    /// so a server can refuse a bad namespace before it opens anything.
+    pub fn validate(&self) -> Result<()> {
         let ns = &self.namespace;
         let valid = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_';
         if ns.is_empty() || ns.len() > 32 || !ns.chars().all(valid) {

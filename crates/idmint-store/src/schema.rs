@@ -14,11 +14,16 @@
 //!
 //! Version 5 adds `{ns}_tag_dates`, the dating of each dated tag (`day:6:text:UTC`), for the
 //! same reasons: a node from before it would hand a dated tag's IDs out undated.
+//!
+//! Version 6 lets tags be any UTF-8 text (`订单`, `orders eu`): MySQL's tag columns become
+//! `utf8mb4` with a binary collation (they were ASCII); the other backends store any text
+//! already and change nothing. It is a version so an idmint from before it, which would take
+//! such a tag in the store for damage, refuses the store.
 
 use crate::{Error, Result};
 
 /// The schema version this binary writes.
-pub(crate) const LATEST: i64 = 5;
+pub(crate) const LATEST: i64 = 6;
 
 /// The columns of the ID-space table (version 2), as written.
 pub(crate) const ID_SPACE_COLUMNS: &str =

@@ -85,7 +85,7 @@ pub enum TagsAction {
     },
     /// Create a tag (or update its step and description if it exists).
     Create {
-        /// The tag: 1 to 128 characters of A-Z a-z 0-9 _ . : -
+        /// The tag: 1 to 128 bytes of UTF-8 text, no control characters, no space at either end
         tag: String,
         /// Its step: the smallest range a node takes at once.
         #[arg(long, value_name = "N")]

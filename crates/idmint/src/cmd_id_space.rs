@@ -86,7 +86,8 @@ struct ChangeArgs {
     #[arg(long, value_name = "N")]
     datacenter: Option<u64>,
 
-    /// Judge the change and print the figures, but record nothing.
+    /// Judge the change and print the figures, but record nothing: judged even while nodes
+    /// hold leases (named in the output: the change itself waits until they stop).
     #[arg(long)]
     dry_run: bool,
 
@@ -292,6 +293,18 @@ fn write_change(out: &mut dyn Write, report: &ChangeReport) -> Result<()> {
             record.first_id
         )?,
         None => writeln!(out, "no ID was issued under the space in force")?,
+    }
+    if let Some(last) = report.live_leases.iter().map(|w| w.expires_at_ms).max() {
+        writeln!(
+            out,
+            "not yet: {}, judged on their high-water marks as they are now (they still rise); \
+             it passes once every node of this namespace is stopped (a killed node's lease \
+             expires by {})",
+            id_space::leases_held(&report.live_leases),
+            format_ms_rfc3339(last)
+        )?;
+    } else if !report.recorded {
+        writeln!(out, "it would pass now: no node holds a worker lease")?;
     }
     if report.recorded {
         let key = match record.space.permutation {

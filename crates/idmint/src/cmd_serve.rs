@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::Args;
 use idmint_server::config::{PartialConfig, ServeConfig};
+use idmint_server::ServerError;
 
 /// Settings of `idmint serve`. Each is also read from the variable shown and from the
 /// `--config` file under the same name with underscores (`worker_id = "auto"`).
@@ -20,21 +21,91 @@ pub struct ServeArgs {
     pub settings: PartialConfig,
 }
 
-/// Resolves the settings and serves until SIGINT or SIGTERM.
-pub fn run(args: &ServeArgs) -> Result<()> {
+/// The settings whose value came from an `IDMINT_*` variable, each with its variable:
+/// (`max-count`, `IDMINT_MAX_COUNT`). `matches` are the `serve` subcommand's, `command` the
+/// whole command tree.
+pub fn from_variables(
+    matches: Option<&clap::ArgMatches>,
+    command: &clap::Command,
+) -> Vec<(String, String)> {
+    let (Some(matches), Some(serve)) = (matches, command.find_subcommand("serve")) else {
+        return Vec::new();
+    };
+    serve
+        .get_arguments()
+        .filter(|arg| {
+            matches.value_source(arg.get_id().as_str())
+                == Some(clap::parser::ValueSource::EnvVariable)
+        })
+        .filter_map(|arg| {
+            Some((
+                arg.get_long()?.to_owned(),
+                arg.get_env()?.to_string_lossy().into_owned(),
+            ))
+        })
+        .collect()
+}
+
+/// Resolves the settings and serves until SIGINT or SIGTERM. `from_variables`: the settings
+/// given by `IDMINT_*` variables ([`from_variables`]), named in the error of a refused one.
+pub fn run(args: &ServeArgs, from_variables: &[(String, String)]) -> Result<()> {
     let file = match &args.config {
         Some(path) => PartialConfig::from_file(path)?,
         None => PartialConfig::default(),
     };
-    let config = ServeConfig::resolve(args.settings.clone(), file, &host_name())?;
+    let sources = Sources {
+        variables: from_variables,
+        command_line: args.settings.given(),
+        file: args.config.as_deref().map(|path| (path, file.given())),
+    };
+    let config = ServeConfig::resolve(args.settings.clone(), file, &host_name())
+        .map_err(|error| sources.name(error))?;
     crate::logging::init();
     crate::allocator::purge_in_background();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(idmint_server::serve::run(config, stop_signal()))?;
+    runtime
+        .block_on(idmint_server::serve::run(config, stop_signal()))
+        .map_err(|error| sources.name(error))?;
     Ok(())
+}
+
+/// Where the settings given came from, beside the command line: to say, of a refused value,
+/// which variable or file to fix.
+struct Sources<'a> {
+    /// (setting, variable) of each setting an `IDMINT_*` variable gave.
+    variables: &'a [(String, String)],
+    /// The settings flags or variables gave, which win over the file.
+    command_line: Vec<String>,
+    /// The `--config` file and the settings it gives.
+    file: Option<(&'a std::path::Path, Vec<String>)>,
+}
+
+impl Sources<'_> {
+    /// `error` with the source of its setting appended, when a variable or the file gave it (a
+    /// flag is in plain sight on the command line; a value the file could not parse is refused
+    /// earlier, naming the file and the line).
+    fn name(&self, error: ServerError) -> ServerError {
+        let ServerError::Config { setting, reason } = error else {
+            return error;
+        };
+        let variable = self
+            .variables
+            .iter()
+            .find(|(name, _)| *name == setting)
+            .map(|(_, variable)| format!("set by {variable}"));
+        let file = self.file.as_ref().and_then(|(path, given)| {
+            (given.contains(&setting) && !self.command_line.contains(&setting))
+                .then(|| format!("set in {}", path.display()))
+        });
+        let reason = match variable.or(file) {
+            Some(source) => format!("{reason} ({source})"),
+            None => reason,
+        };
+        ServerError::Config { setting, reason }
+    }
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

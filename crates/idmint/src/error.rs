@@ -77,6 +77,71 @@ fn is_bad_setting(cause: &(dyn std::error::Error + 'static)) -> bool {
     )
 }
 
+/// One line for a value clap refused (`--max-count abc`, `IDMINT_MAX_COUNT=abc`), in the form
+/// of every other bad setting: `--max-count: invalid value 'abc': invalid digit found in string`,
+/// with `from IDMINT_MAX_COUNT` when the value came from that variable rather than a flag.
+/// `None` for other errors (help, an unknown flag, a missing argument), which clap prints with
+/// its usage hints. `command` is the whole command tree; `argv` the arguments given.
+pub fn value_error_line(
+    error: &clap::Error,
+    command: &clap::Command,
+    argv: &[String],
+) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        error.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return None;
+    }
+    let Some(ContextValue::String(arg)) = error.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    // `--max-count <N>`, or `<ID>` for a positional argument.
+    let name = arg
+        .split_whitespace()
+        .next()
+        .unwrap_or(arg)
+        .trim_matches(['<', '>']);
+    let value = match error.get(ContextKind::InvalidValue) {
+        Some(ContextValue::String(value)) => value.as_str(),
+        _ => "",
+    };
+    let why = match (error.kind(), error.get(ContextKind::ValidValue)) {
+        (ErrorKind::ValueValidation, _) => std::error::Error::source(error)
+            .map_or_else(|| "not a valid value".to_owned(), ToString::to_string),
+        _ if value.is_empty() => "a value is required".to_owned(),
+        (_, Some(ContextValue::Strings(valid))) => format!("expected one of {}", valid.join(", ")),
+        _ => "not a valid value".to_owned(),
+    };
+    let from = name
+        .strip_prefix("--")
+        .and_then(|long| env_source(command, long, value, argv))
+        .map(|variable| format!(" from {variable}"))
+        .unwrap_or_default();
+    if value.is_empty() {
+        return Some(format!("{name}: {why}{from}"));
+    }
+    Some(format!("{name}: invalid value '{value}'{from}: {why}"))
+}
+
+/// The variable `--long` was read from: set to `value`, with no `--long` among `argv`.
+fn env_source(command: &clap::Command, long: &str, value: &str, argv: &[String]) -> Option<String> {
+    let given_as_flag = argv
+        .iter()
+        .any(|arg| arg == &format!("--{long}") || arg.starts_with(&format!("--{long}=")));
+    if given_as_flag {
+        return None;
+    }
+    let variable = std::iter::once(command)
+        .chain(command.get_subcommands())
+        .flat_map(clap::Command::get_arguments)
+        .filter(|arg| arg.get_long() == Some(long))
+        .find_map(clap::Arg::get_env)?;
+    let set = std::env::var_os(variable)?;
+    (set.to_string_lossy() == value).then(|| variable.to_string_lossy().into_owned())
+}
+
 /// True when `err` comes from writing to a pipe whose reader has gone.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|cause| {

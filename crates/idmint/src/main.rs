@@ -5,8 +5,9 @@
 //! pair every subcommand that touches IDs shares (`serve`, `next` and `tags` will reuse it).
 //!
 //! Exit status: 0 on success; 2 for anything the user typed wrong (clap's own usage errors,
-//! and a bad `--layout`, `--epoch` or ID, which print one `error: FLAG: problem` line on
-//! stderr); 1 for any other failure (the store cannot be reached, a listen port is in use, no
+//! and a bad value of any flag, variable or file setting, `--layout`, `--epoch` or ID, which
+//! print one `error: FLAG: problem` line on stderr, naming the variable or file when the value
+//! came from one); 1 for any other failure (the store cannot be reached, a listen port is in use, no
 //! worker ID came free within `--worker-wait`). A reader that closes the pipe early
 //! (`idmint layout --json | head`) ends the program quietly with 0, as ripgrep does.
 
@@ -89,13 +90,32 @@ fn main() -> ExitCode {
     // `serve --help` shows each setting's default from the one place defaults are written.
     let command =
         Cli::command().mut_subcommand("serve", idmint_server::config::with_defaults_shown);
-    let cli = Cli::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
+    let argv_os: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv: Vec<String> = argv_os
+        .iter()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let matches = match command.clone().try_get_matches_from(&argv_os) {
+        Ok(matches) => matches,
+        // A refused value is one `error: --FLAG: ...` line, as every other bad setting.
+        Err(e) => match error::value_error_line(&e, &command, &argv) {
+            Some(line) => {
+                eprintln!("error: {line}");
+                return ExitCode::from(error::EXIT_USAGE);
+            }
+            None => e.exit(),
+        },
+    };
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // Read "now" once, through the clock module, and hand it down.
     let now_ms = wall_clock_ms();
     let mut out = io::stdout().lock();
     let mut warn = io::stderr();
     let result = match &cli.command {
-        Command::Serve(args) => cmd_serve::run(args),
+        Command::Serve(args) => cmd_serve::run(
+            args,
+            &cmd_serve::from_variables(matches.subcommand_matches("serve"), &command),
+        ),
         Command::Next(args) => cmd_client::next(args, &mut out),
         Command::Tags(args) => cmd_client::tags(args, &mut out),
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),

@@ -1,4 +1,5 @@
-// node-redis and ioredis against a real `idmint serve`, with the clients' defaults.
+// node-redis (6, and 5 still common: installed as `redis5`) and ioredis against a real
+// `idmint serve`, with the clients' defaults.
 //
 // Driven by the Rust harness (crates/idmint/tests/integration/clients.rs), which starts the
 // server with an admin token and reads this program's output, one line per event:
@@ -6,7 +7,8 @@
 // Environment: IDMINT_HOST, IDMINT_PORT, IDMINT_TOKEN.
 
 import { createInterface } from 'node:readline';
-import { createClient, RESP_TYPES } from 'redis';
+import * as nodeRedis6 from 'redis';
+import * as nodeRedis5 from 'redis5';
 import Redis from 'ioredis';
 
 const HOST = process.env.IDMINT_HOST;
@@ -61,16 +63,19 @@ async function refusedTransactionTakesNoId(client, tag, kind, exec) {
   assert(after === before + 1n, `${before} then ${after}`);
 }
 
-async function nodeRedis(resp) {
+// `library` is the module of node-redis 6 or 5 (`major`): the same checks on both.
+async function nodeRedis(library, major, resp) {
+  const { createClient, RESP_TYPES } = library;
   const p = `resp${resp}`;
-  const tag = `node-redis-${p}`;
+  const tag = `node-redis${major}-${p}`;
   const kind = `segment:${tag}`;
   const url = `redis://${HOST}:${PORT}`;
   const client = createClient({ url, password: TOKEN, RESP: resp, name: `compat-${p}` });
   client.on('error', () => {}); // reconnects are expected during the restart
-  // Numbers as strings: the type mapping the README recommends for snowflakes.
-  const strings = client.withTypeMapping({ [RESP_TYPES.NUMBER]: String });
-  const name = (check) => `node-redis-${p}-${check}`;
+  // Numbers as strings, per command: the type mapping the README recommends for snowflakes,
+  // which works on node-redis 5 and 6 (`withTypeMapping(...).sendCommand` fails on 5.12).
+  const asStrings = { typeMapping: { [RESP_TYPES.NUMBER]: String } };
+  const name = (check) => `node-redis${major}-${p}-${check}`;
 
   await check(name('noauth'), async () => {
     const anonymous = createClient({ url, RESP: resp, socket: { reconnectStrategy: false } });
@@ -82,7 +87,12 @@ async function nodeRedis(resp) {
     } catch (error) {
       refused = /NOAUTH|auth/i.test(String(error));
     }
-    await anonymous.destroy?.() ?? anonymous.disconnect?.();
+    // node-redis 5 has closed it already after the refusal, and says so when asked again.
+    try {
+      await (anonymous.destroy?.() ?? anonymous.disconnect?.());
+    } catch (error) {
+      assert(/closed/.test(String(error)), String(error));
+    }
     assert(refused, 'INCR without the token was served');
   });
   await check(name('connect'), async () => {
@@ -112,12 +122,12 @@ async function nodeRedis(resp) {
   await check(name('refused-transaction'), () => refusedTransactionTakesNoId(client, tag, kind,
     () => client.multi().incr(tag).addCommand(['NO.SUCH.COMMAND']).incr(tag).exec()));
   await check(name('idmint-commands'), async () => {
-    const asStrings = await client.sendCommand(['IDMINT.SNOWFLAKE', 'COUNT', '5', 'FORMAT', 'STRING']);
-    increasing(ids('snowflake', asStrings));
-    const mapped = await strings.sendCommand(['IDMINT.SNOWFLAKE', 'COUNT', '5']);
+    const formatted = await client.sendCommand(['IDMINT.SNOWFLAKE', 'COUNT', '5', 'FORMAT', 'STRING']);
+    increasing(ids('snowflake', formatted));
+    const mapped = await client.sendCommand(['IDMINT.SNOWFLAKE', 'COUNT', '5'], asStrings);
     increasing(ids('snowflake', mapped));
     increasing(ids(kind, await client.sendCommand(['IDMINT.NEXT', tag, 'COUNT', '5'])));
-    const decoded = await client.sendCommand(['IDMINT.DECODE', asStrings[0]]);
+    const decoded = await client.sendCommand(['IDMINT.DECODE', formatted[0]]);
     const fields = decoded instanceof Map ? Object.fromEntries(decoded)
       : Array.isArray(decoded) ? Object.fromEntries(
         decoded.flatMap((v, i) => (i % 2 ? [] : [[String(v), decoded[i + 1]]])))
@@ -204,7 +214,11 @@ async function ioredis(protocol) {
 }
 
 async function main() {
-  const clients = [await nodeRedis(2), await nodeRedis(3), await ioredis(), await ioredis(2)];
+  const clients = [
+    await nodeRedis(nodeRedis6, 6, 2), await nodeRedis(nodeRedis6, 6, 3),
+    await nodeRedis(nodeRedis5, 5, 2), await nodeRedis(nodeRedis5, 5, 3),
+    await ioredis(), await ioredis(2),
+  ];
   const before = [];
   for (const { client, tag } of clients) before.push(BigInt((await client.get(tag)) ?? 0));
   emit('RESTART');

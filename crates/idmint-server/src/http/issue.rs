@@ -120,7 +120,11 @@ pub(crate) async fn decode(
     }
     let id = match &query.form {
         Some(form) => form.decode(&text)?,
-        None => super::params::parse_id(&text)?,
+        // A tag's IDs are below its end; a snowflake fits the layout's bits.
+        None if query.tag.is_some() => {
+            super::params::parse_id(&text, idmint_core::store::MAX_SEGMENT_ID)?
+        }
+        None => super::params::parse_id(&text, state.bounds.max_id)?,
     };
     if let Some(tag) = &query.tag {
         let plain = state.ids.tag_publisher(tag).restore(id);

@@ -16,23 +16,51 @@ use idmint_core::{IdForm, Tag};
 use serde::de::DeserializeOwned;
 
 use super::errors::{echo, ApiError};
+use super::state::AppState;
 use super::BODY_LIMIT;
 use crate::auth::Grant;
 
 /// Something built from the query string.
 pub(crate) trait FromQuery: Sized {
-    fn from_query(query: &str) -> Result<Self, ApiError>;
+    /// `bounds`: the values this node accepts, which a refusal states.
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError>;
+}
+
+/// The ranges of the numeric parameters on this node, stated in each refusal, so a client
+/// that sends `count=abc` learns what it may send (the node's `--max-count`, not `u64`'s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Bounds {
+    /// `count`: `1..=max_count`.
+    pub max_count: u64,
+    /// `size`: `1..=max_lease_size`.
+    pub max_lease_size: u64,
+    /// `shard`: `0..=max_shard` (0 for a layout without a shard field).
+    pub max_shard: u64,
+    /// A snowflake to decode: `0..=max_id`, the largest value of the layout's bits.
+    pub max_id: u64,
+}
+
+impl Default for Bounds {
+    /// The defaults of the settings, for tests.
+    fn default() -> Self {
+        Self {
+            max_count: 10_000,
+            max_lease_size: 1_000_000,
+            max_shard: 0,
+            max_id: i64::MAX as u64,
+        }
+    }
 }
 
 /// Extracts `T` from the query string.
 #[derive(Debug)]
 pub(crate) struct Params<T>(pub T);
 
-impl<S: Send + Sync, T: FromQuery> FromRequestParts<S> for Params<T> {
+impl<T: FromQuery> FromRequestParts<AppState> for Params<T> {
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
-        T::from_query(parts.uri.query().unwrap_or("")).map(Params)
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        T::from_query(parts.uri.query().unwrap_or(""), &state.bounds).map(Params)
     }
 }
 
@@ -45,12 +73,13 @@ pub(crate) struct SnowflakeQuery {
 }
 
 impl FromQuery for SnowflakeQuery {
-    fn from_query(query: &str) -> Result<Self, ApiError> {
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError> {
         let mut out = Self::default();
         let mut form = FormParts::default();
+        let (count, shard) = (1..=bounds.max_count, 0..=bounds.max_shard);
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", value),
-            "shard" => set_number(&mut out.shard, "shard", "invalid_shard", value),
+            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
+            "shard" => set_number(&mut out.shard, "shard", "invalid_shard", &shard, value),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -66,11 +95,12 @@ pub(crate) struct CountQuery {
 }
 
 impl FromQuery for CountQuery {
-    fn from_query(query: &str) -> Result<Self, ApiError> {
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError> {
         let mut out = Self::default();
         let mut form = FormParts::default();
+        let count = 1..=bounds.max_count;
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", value),
+            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -88,7 +118,7 @@ pub(crate) struct DecodeQuery {
 }
 
 impl FromQuery for DecodeQuery {
-    fn from_query(query: &str) -> Result<Self, ApiError> {
+    fn from_query(query: &str, _bounds: &Bounds) -> Result<Self, ApiError> {
         let mut form = FormParts::default();
         let mut tag = None;
         for_each_pair(query, |key, value| match key {
@@ -130,7 +160,13 @@ impl FormParts {
         match key {
             "format" => text(&mut self.format, "format"),
             "prefix" => text(&mut self.prefix, "prefix"),
-            "width" => set_number(&mut self.width, "width", "invalid_format", value),
+            "width" => set_number(
+                &mut self.width,
+                "width",
+                "invalid_format",
+                &(0..=idmint_core::form::MAX_WIDTH as u64),
+                value,
+            ),
             _ => Ok(()),
         }
     }
@@ -161,10 +197,11 @@ pub(crate) struct SizeQuery {
 }
 
 impl FromQuery for SizeQuery {
-    fn from_query(query: &str) -> Result<Self, ApiError> {
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError> {
         let mut out = Self::default();
+        let size = 1..=bounds.max_lease_size;
         for_each_pair(query, |key, value| match key {
-            "size" => set_number(&mut out.size, "size", "invalid_size", value),
+            "size" => set_number(&mut out.size, "size", "invalid_size", &size, value),
             _ => Ok(()),
         })?;
         Ok(out)
@@ -178,10 +215,16 @@ pub(crate) struct LeafDecodeQuery {
 }
 
 impl FromQuery for LeafDecodeQuery {
-    fn from_query(query: &str) -> Result<Self, ApiError> {
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError> {
         let mut out = Self::default();
         for_each_pair(query, |key, value| match key {
-            "snowflakeId" => set_number(&mut out.snowflake_id, "snowflakeId", "invalid_id", value),
+            "snowflakeId" => set_number(
+                &mut out.snowflake_id,
+                "snowflakeId",
+                "invalid_id",
+                &(0..=bounds.max_id),
+                value,
+            ),
             _ => Ok(()),
         })?;
         Ok(out)
@@ -200,11 +243,14 @@ fn for_each_pair(
     Ok(())
 }
 
-/// Stores the decimal `value` of parameter `name` in `slot`, refusing a second one.
+/// Stores the decimal `value` of parameter `name` in `slot`, refusing a second one. `range` is
+/// what the parameter accepts, stated when `value` is not a number; a number outside it is
+/// refused where the value is used (the handler, or the ID service), with the same range.
 fn set_number(
     slot: &mut Option<u64>,
     name: &'static str,
     code: &'static str,
+    range: &std::ops::RangeInclusive<u64>,
     value: &str,
 ) -> Result<(), ApiError> {
     if slot.is_some() {
@@ -217,7 +263,9 @@ fn set_number(
         ApiError::bad_request(
             code,
             format!(
-                "`{name}` must be a decimal integer in 0..=18446744073709551615, got `{}`",
+                "`{name}` must be a decimal integer in {}..={}, got `{}`",
+                range.start(),
+                range.end(),
                 echo(value)
             ),
         )
@@ -320,13 +368,14 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     }
 }
 
-/// A decimal ID as a path gives it, or the `invalid_id` refusal.
-pub(crate) fn parse_id(raw: &str) -> Result<u64, ApiError> {
+/// A decimal ID as a path gives it, or the `invalid_id` refusal stating `0..=max`, the IDs
+/// the route takes.
+pub(crate) fn parse_id(raw: &str, max: u64) -> Result<u64, ApiError> {
     parse_decimal(raw).ok_or_else(|| {
         ApiError::bad_request(
             "invalid_id",
             format!(
-                "an ID is a decimal integer in 0..=18446744073709551615, got `{}`",
+                "an ID is a decimal integer in 0..={max}, got `{}`",
                 echo(raw)
             ),
         )
@@ -407,7 +456,8 @@ mod tests {
     #[test]
     fn queries_are_decoded_and_duplicates_refused() {
         assert_eq!(
-            SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag").map_err(|e| e.code()),
+            SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag", &Bounds::default())
+                .map_err(|e| e.code()),
             Ok(SnowflakeQuery {
                 count: Some(10),
                 shard: Some(3),
@@ -415,10 +465,14 @@ mod tests {
             })
         );
         assert_eq!(
-            SnowflakeQuery::from_query("").map_err(|e| e.code()),
+            SnowflakeQuery::from_query("", &Bounds::default()).map_err(|e| e.code()),
             Ok(SnowflakeQuery::default())
         );
-        let code = |q: &str| SnowflakeQuery::from_query(q).err().map(|e| e.code());
+        let code = |q: &str| {
+            SnowflakeQuery::from_query(q, &Bounds::default())
+                .err()
+                .map(|e| e.code())
+        };
         assert_eq!(code("count=1&count=2"), Some("invalid_count"));
         assert_eq!(code("count="), Some("invalid_count"));
         assert_eq!(code("count"), Some("invalid_count"));
@@ -441,17 +495,19 @@ mod tests {
     #[test]
     fn leaf_decode_reads_its_camel_case_parameter() {
         assert_eq!(
-            LeafDecodeQuery::from_query("snowflakeId=42").map_err(|e| e.code()),
+            LeafDecodeQuery::from_query("snowflakeId=42", &Bounds::default()).map_err(|e| e.code()),
             Ok(LeafDecodeQuery {
                 snowflake_id: Some(42)
             })
         );
         assert_eq!(
-            SizeQuery::from_query("size=x").err().map(|e| e.code()),
+            SizeQuery::from_query("size=x", &Bounds::default())
+                .err()
+                .map(|e| e.code()),
             Some("invalid_size")
         );
         assert_eq!(
-            CountQuery::from_query("count=7").map_err(|e| e.code()),
+            CountQuery::from_query("count=7", &Bounds::default()).map_err(|e| e.code()),
             Ok(CountQuery {
                 count: Some(7),
                 form: None,

@@ -8,6 +8,7 @@ use idmint_core::Tag;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use super::errors::ApiError;
+use super::params::Bounds;
 use super::HttpOptions;
 use crate::auth::Auth;
 use crate::ids::Ids;
@@ -24,6 +25,8 @@ pub(crate) struct Shared {
     pub auth: Arc<Auth>,
     pub max_count: u64,
     pub max_lease_size: u64,
+    /// The ranges of the numeric query parameters, stated when one is refused.
+    pub bounds: Bounds,
     pub prometheus: Option<PrometheusHandle>,
     pub recorded: Recorded,
     /// The tag `/readyz` looks up to see that the store answers (it need not exist).
@@ -32,11 +35,18 @@ pub(crate) struct Shared {
 
 impl AppState {
     pub(crate) fn new(ids: Arc<Ids>, options: HttpOptions) -> Self {
+        let bounds = Bounds {
+            max_count: options.max_count.max(1),
+            max_lease_size: options.max_lease_size.max(1),
+            max_shard: ids.layout().shard_count().saturating_sub(1),
+            max_id: u64::MAX >> (64 - ids.layout().total_bits().clamp(1, 64)),
+        };
         Self(Arc::new(Shared {
             ids,
             auth: options.auth,
             max_count: options.max_count.max(1),
             max_lease_size: options.max_lease_size.max(1),
+            bounds,
             prometheus: options.metrics,
             recorded: Recorded::register(),
             probe_tag: Tag::new("idmint.readyz").ok(),

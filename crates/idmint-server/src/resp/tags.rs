@@ -85,10 +85,7 @@ impl TagCache {
         grant: Option<&Grant>,
     ) -> Result<&mut TagEntry> {
         if self.get(raw).is_none() {
-            let name = std::str::from_utf8(raw).map_err(|_| Error::InvalidTag {
-                tag: String::from_utf8_lossy(raw).chars().take(128).collect(),
-            })?;
-            let tag = Tag::new(name)?;
+            let tag = Tag::from_bytes(raw)?;
             let asker = grant.map_or(Asker::Operator, Asker::of);
             let buffer = ids.segments().buffer(&tag, asker).await?;
             let issued = telemetry::segment_counter(&tag);

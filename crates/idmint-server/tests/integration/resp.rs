@@ -203,7 +203,7 @@ async fn incr_and_incrby_mint_segment_ids() {
             "ERR",
             "value is not an integer or out of range",
         ),
-        (&["INCR", "bad tag!"], "ERR", "invalid tag"),
+        (&["INCR", "bad\ttag"], "ERR", "invalid tag"),
         (
             &["INCR"],
             "ERR",

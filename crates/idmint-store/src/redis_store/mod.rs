@@ -58,8 +58,9 @@ use crate::{Error, Result, StoreOptions};
 /// Version 3 added `{ns}:set`: an older binary would lease any worker ID of a store that is one
 /// partition of a set. Version 4 added the permutation key's fingerprint to the ID-space
 /// records: an older binary would hand out plain IDs beside permuted ones. Version 5 added the
-/// `dating` field of dated tags: an older binary would hand their IDs out undated.
-const SCHEMA_VERSION: u64 = 5;
+/// `dating` field of dated tags: an older binary would hand their IDs out undated. Version 6
+/// allows tags of any UTF-8 text in the keys: an older binary would take one for damage.
+const SCHEMA_VERSION: u64 = 6;
 
 /// The most worker IDs a layout may have here: worker IDs are Lua numbers and sorted-set
 /// scores inside Redis, both doubles, exact up to 2^53.

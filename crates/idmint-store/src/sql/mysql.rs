@@ -149,6 +149,18 @@ impl Dialect for MysqlDialect {
                  dating VARCHAR(128) CHARACTER SET ascii COLLATE ascii_bin NOT NULL) \
                  ENGINE=InnoDB"
             )],
+            // Tags of any UTF-8 text, compared byte for byte. `MODIFY` can run twice (MySQL
+            // commits DDL at once, so a migration must be safe to repeat). `utf8mb4_bin` pads
+            // with spaces when comparing, which `Tag` allows for by refusing a trailing space.
+            6 => ["segments", "tag_dates"]
+                .iter()
+                .map(|table| {
+                    format!(
+                        "ALTER TABLE {ns}_{table} MODIFY tag VARCHAR(128) CHARACTER SET utf8mb4 \
+                         COLLATE utf8mb4_bin NOT NULL"
+                    )
+                })
+                .collect(),
             _ => Vec::new(),
         }
     }

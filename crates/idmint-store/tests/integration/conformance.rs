@@ -532,6 +532,61 @@ mod suite {
         ));
     }
 
+    /// Tags of any UTF-8 text (issue 27: Leaf takes any string key): each its own sequence,
+    /// read back byte for byte, never confused with a neighbour that differs by an accent, a
+    /// case, an inner space or a composed character (MySQL's default collations would fold
+    /// them together), listed as they were written.
+    pub async fn tags_of_any_text_are_kept_apart(store: Store) {
+        let at_limit = format!("{}ab", "订".repeat(42));
+        assert_eq!(at_limit.len(), 128);
+        let names = [
+            "订单".to_owned(),
+            "a b".to_owned(),
+            "ab".to_owned(),
+            "tag/with/slash".to_owned(),
+            "🦀".to_owned(),
+            "é".to_owned(),
+            "e\u{301}".to_owned(), // e and a combining accent: other bytes than é
+            "e".to_owned(),
+            "E".to_owned(),
+            "a'\"\\%_*?[]{}".to_owned(),
+            at_limit,
+        ];
+        let settings = |first_id| TagSettings {
+            step: 5,
+            description: String::new(),
+            first_id,
+            dating: None,
+        };
+        for (i, name) in names.iter().enumerate() {
+            let first_id = 1 + 1_000 * i as u64;
+            store
+                .segments
+                .create_tag(&tag(name), &settings(first_id))
+                .await
+                .unwrap_or_else(|e| panic!("{name:?}: {e}"));
+        }
+        for (i, name) in names.iter().enumerate() {
+            let first_id = 1 + 1_000 * i as u64;
+            let range = store.segments.allocate(&tag(name), 5).await.unwrap();
+            assert_eq!(range, first_id..first_id + 5, "{name:?}");
+            let info = store.segments.tag_info(&tag(name)).await.unwrap().unwrap();
+            assert_eq!(info.tag.as_str(), name);
+        }
+        let listed: HashSet<String> = store
+            .segments
+            .list_tags()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|info| info.tag.as_str().to_owned())
+            .collect();
+        for name in &names {
+            assert!(listed.contains(name), "{name:?} not listed: {listed:?}");
+        }
+        assert!(store.segments.tag_info(&tag("订")).await.unwrap().is_none());
+    }
+
     /// Several nodes opening the same new namespace at once all succeed (schema creation does
     /// not race), and see one schema.
     pub async fn concurrent_opens_of_one_namespace_agree(url: String) {
@@ -754,6 +809,11 @@ macro_rules! conformance {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn tags_are_case_sensitive() {
                 suite::tags_are_case_sensitive(store().await).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn tags_of_any_text_are_kept_apart() {
+                suite::tags_of_any_text_are_kept_apart(store().await).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -627,3 +627,48 @@ fn with_tokens_the_page_asks_for_one_and_then_shows_everything() {
     drop(load);
     server.stop();
 }
+
+/// Tags of any text (issue 27) show on the page as the text they are: CJK and an emoji as
+/// written, and a tag that looks like markup as its characters, never as an element or a
+/// script that runs.
+#[test]
+fn tags_of_any_text_show_as_text() {
+    let server = Server::start(&sqlite_url("browser-text-tags"), "text-tags-node");
+    let web = address(&server.http);
+    let tags = [
+        "订单 🦀",
+        "<img src=x onerror=\"window.injected=1\">",
+        "a&amp;b '\"' </td>",
+    ];
+    for tag in tags {
+        let path = format!("/v1/segment/{}", crate::common::path_segment(tag));
+        let (status, _, body) = http(web, "GET", &path, None);
+        assert_eq!(status, 200, "{tag}: {body}");
+    }
+    let driver = Driver::start("browser-text-tags");
+    let mut page = driver.session("text-tags", false);
+    page.open(&format!("{}/ui#tags", server.http));
+    let shown = page.wait_for(
+        "the three tags",
+        &format!("const r = (() => {{ {TAG_ROWS} }})(); return r.length === 3 && r"),
+    );
+    let mut shown: Vec<String> = serde_json::from_value(shown).unwrap();
+    shown.sort();
+    let mut expected: Vec<String> = tags.iter().map(|t| (*t).to_owned()).collect();
+    expected.sort();
+    assert_eq!(shown, expected);
+    let injected = page.run(
+        "return [window.injected === undefined,
+                 document.querySelectorAll('#tag-table img').length,
+                 document.querySelectorAll('#tag-table tbody td').length % 7]",
+        json!([]),
+    );
+    assert_eq!(
+        injected,
+        json!([true, 0, 0]),
+        "markup in a tag became markup"
+    );
+    assert!(page.read_console().is_empty());
+    page.close();
+    server.stop();
+}

@@ -101,7 +101,7 @@ fn next_and_tags_drive_a_running_server() {
     let zero = idmint(&["next", "--server", &url, "--count", "0"]);
     assert_eq!(zero.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&zero.stderr).contains("--count"));
-    let bad_tag = idmint(&["next", "--server", &url, "--tag", "a b"]);
+    let bad_tag = idmint(&["next", "--server", &url, "--tag", "a\tb"]);
     assert_eq!(bad_tag.status.code(), Some(2));
 
     // The Redis protocol wants the same token.

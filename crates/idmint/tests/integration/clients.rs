@@ -161,9 +161,9 @@ fn node_redis_and_ioredis_on_resp2_and_resp3() {
     let mut node = start_node("compat-node");
     let mut program = Command::new("node");
     program.arg(libraries.node_dir.join("compat.mjs"));
-    // 8 checks for each of four clients (node-redis on RESP2 and RESP3, ioredis with its
-    // default RESP3 and on RESP2), then one reconnect each.
-    drive(program, &mut node).assert_clean(4 * 8 + 4);
+    // 8 checks for each of six clients (node-redis 6 and 5 on RESP2 and RESP3, ioredis with
+    // its default RESP3 and on RESP2), then one reconnect each.
+    drive(program, &mut node).assert_clean(6 * 8 + 6);
 }
 
 /// The Rust `redis` crate: a plain connection, the multiplexed async connection, `atomic()`

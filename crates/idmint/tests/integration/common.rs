@@ -290,3 +290,15 @@ pub fn run_setup(script: &str, keys: &[&str]) -> Vec<String> {
         })
         .collect()
 }
+
+/// `text` percent-encoded for a URL path segment: every byte but `A-Z a-z 0-9 - . _ ~`.
+pub fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

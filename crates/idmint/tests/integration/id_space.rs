@@ -151,6 +151,23 @@ async fn epochs_two_seconds_apart_share_no_id(store: String) {
         err.contains("still hold worker leases") && err.contains("node-a"),
         "{err}"
     );
+    // A dry run judges it anyway (issue 27: it was refused for the leases): the overlap and
+    // when the change would pass, and the node that holds a lease.
+    let (code, _, err) = run(&[&change[..], &["--epoch", &moved, "--dry-run"]].concat());
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("would overlap") && err.contains("accepted from") && err.contains("node-a"),
+        "{err}"
+    );
+    // An earlier epoch lies above what was issued: the plan, and that node-a must stop first.
+    let (code, out, err) = run(&[&change[..], &["--epoch", "2024-01-01", "--dry-run"]].concat());
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("would change (dry run")
+            && out.contains("not yet: 1 node(s) still hold worker leases (worker ")
+            && out.contains("`node-a`"),
+        "{out}"
+    );
     let first_ids = mint(&first, Duration::from_millis(1_500)).await;
     let first_decoded = decode(&first, first_ids[0]).await;
     first.stop();
@@ -274,7 +291,10 @@ async fn other_settings_are_refused_and_take_nothing(store: String) {
     let wider = ["--layout", WIDER, "--epoch", "2010-01-01"];
     let (code, out, err) = run(&[&change[..], &wider, &["--dry-run"]].concat());
     assert_eq!(code, 0, "{err}");
-    assert!(out.contains("dry run"), "{out}");
+    assert!(
+        out.contains("dry run") && out.contains("it would pass now"),
+        "{out}"
+    );
     assert_eq!(show(&store, &ns), before);
     let (code, _, err) = run(&[&change[..], &wider].concat());
     assert_eq!(code, 0, "{err}");

@@ -290,8 +290,9 @@ fn run_idmint(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// `idmint serve` with a layout that has run out: it must exit non-zero, naming the end, and
-/// must not have opened the store (no worker lease taken for nothing).
+/// `idmint serve` with a layout that has run out: it must exit with status 2 (a setting to
+/// change), in one line under the flag to change (`--epoch` when given) naming the end and the
+/// way on, and must not have opened the store (no worker lease taken for nothing).
 fn assert_serve_refuses(store: &str, layout: &str, epoch: Option<&str>, end_date: &str) {
     let mut args = vec!["serve", "--store", store, "--http", "127.0.0.1:0"];
     args.extend(["--resp", "127.0.0.1:0", "--layout", layout]);
@@ -300,14 +301,17 @@ fn assert_serve_refuses(store: &str, layout: &str, epoch: Option<&str>, end_date
     }
     let output = run_idmint(&args);
     let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{layout}: stderr:\n{stderr}");
+    let flag = if epoch.is_some() { "epoch" } else { "layout" };
+    let errors: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "{layout}: {stderr}");
     assert!(
-        !output.status.success(),
-        "{layout}: started; stderr:\n{stderr}"
-    );
-    assert!(
-        stderr.contains(&format!(
-            "error: layout exhausted: its time field ran out at {end_date}"
-        )),
+        errors[0].starts_with(&format!("error: --{flag}: "))
+            && errors[0].contains(&format!("ran out at {end_date}"))
+            && errors[0].contains("give a later epoch, e.g. --epoch "),
         "{layout}: {stderr}"
     );
     assert!(

@@ -26,3 +26,4 @@ mod serve;
 mod starting;
 mod store_sets;
 mod tenants;
+mod text_tags;

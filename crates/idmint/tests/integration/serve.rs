@@ -199,7 +199,7 @@ async fn errors_auth_and_leaf_paths(store: String) {
     error_of(400, "invalid_count", "/v1/snowflake?count=0").await;
     error_of(400, "invalid_count", "/v1/snowflake?count=10001").await;
     error_of(400, "invalid_count", "/v1/segment/orders?count=abc").await;
-    error_of(400, "invalid_tag", "/v1/segment/bad%20tag").await;
+    error_of(400, "invalid_tag", "/v1/segment/bad%0Atag").await;
     error_of(400, "invalid_id", "/v1/decode/not-a-number").await;
     error_of(404, "not_found", "/v2/nothing-here").await;
     // With a token configured, nothing but the health checks is served without it.

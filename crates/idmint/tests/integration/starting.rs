@@ -78,8 +78,13 @@ impl Node {
     /// Starts `idmint serve` with `args` (OS-chosen ports unless `args` gives them), in `cwd`
     /// when given.
     fn spawn(args: &[&str], cwd: Option<&PathBuf>) -> Self {
+        Self::spawn_with_env(args, &[], cwd)
+    }
+
+    /// [`Node::spawn`] with these variables set (`IDMINT_*`).
+    fn spawn_with_env(args: &[&str], env: &[(&str, &str)], cwd: Option<&PathBuf>) -> Self {
         let mut command = common::idmint_command();
-        command.arg("serve").args(args);
+        command.arg("serve").args(args).envs(env.iter().copied());
         for port in ["--http", "--resp"] {
             if !args.contains(&port) {
                 command.args([port, "127.0.0.1:0"]);
@@ -300,7 +305,7 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
         (&["--epoch", "2100-01-01"], &["--epoch: ", "in the future"]),
         (
             &["--http", "localhost"],
-            &["invalid value 'localhost' for '--http <ADDR>'"],
+            &["error: --http: invalid value 'localhost': "],
         ),
         // An empty token must not turn authentication off without a word.
         (
@@ -319,6 +324,298 @@ fn bad_settings_are_refused_before_the_store_file_is_created() {
     let log = Node::spawn(&["--store", &refused_store], None).refused(2);
     error_line(&log, &["--store: ", "no query parameters"]);
     assert!(!folder.exists());
+}
+
+/// Every setting of `idmint serve` given a bad value is refused before the store is touched,
+/// with exit status 2 and a single line on stderr, `error: --FLAG: ...`, naming that setting,
+/// whether clap refused the value, the settings' resolution did, or a check at start (issue 27:
+/// `--layout uid-generator` exited 1 with `layout exhausted`, `--layout twiter` and
+/// `--namespace BAD` named no flag, `--io-threads 100000` and a huge `--store-call-timeout`
+/// panicked, `--data-dir /dev/null` exited 1). A value from a variable or the `--config` file
+/// names its source. Every setting `serve` has must have a case here.
+#[test]
+fn every_setting_given_a_bad_value_is_one_error_line_naming_it() {
+    let folder = fresh_folder("every-setting");
+    let store = format!("sqlite://{}/idmint.db", folder.display());
+    let files = fresh_folder("every-setting-files");
+    std::fs::create_dir_all(&files).unwrap();
+    let (_, cert, _) = crate::security::certificates(&files, "every-setting");
+    let missing = files.join("missing").display().to_string();
+    let cert = cert.display().to_string();
+    let long_name = "n".repeat(256);
+    // (setting, its bad value's flags, what the line says after `error: --setting: `)
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        (
+            "data-dir",
+            vec!["--data-dir", "/dev/null"],
+            "is not a folder",
+        ),
+        ("store", vec!["--store", "foo://x"], "is not a store URL"),
+        (
+            "home-store",
+            vec!["--home-store", "1"],
+            "is not a store of the list",
+        ),
+        (
+            "store-call-timeout",
+            vec!["--store-call-timeout", "0s"],
+            "must be above zero",
+        ),
+        (
+            "store-call-timeout",
+            vec!["--store-call-timeout", "580000000000years"],
+            "above the most",
+        ),
+        (
+            "store-block",
+            vec!["--store-block", "10"],
+            "is below the largest range",
+        ),
+        (
+            "http",
+            vec!["--http", "localhost"],
+            "invalid value 'localhost'",
+        ),
+        ("resp", vec!["--resp", "127.0.0.1:99999"], "invalid value"),
+        (
+            "layout",
+            vec!["--layout", "twiter"],
+            "invalid layout `twiter`",
+        ),
+        (
+            "layout",
+            vec!["--layout", "uid-generator"],
+            "give a later epoch, e.g. --epoch ",
+        ),
+        (
+            "epoch",
+            vec!["--epoch", "someday"],
+            "invalid epoch `someday`",
+        ),
+        (
+            "epoch",
+            vec!["--layout", "uid-generator", "--epoch", "2016-05-20"],
+            "ran out at",
+        ),
+        ("datacenter", vec!["--datacenter", "1"], "no `dc` field"),
+        (
+            "worker-id",
+            vec!["--worker-id", "99999"],
+            "does not fit in 10 bits",
+        ),
+        (
+            "worker-id",
+            vec!["--worker-id", "some"],
+            "neither `auto` nor a whole number",
+        ),
+        (
+            "node-name",
+            vec!["--node-name", &long_name],
+            "1 to 255 bytes",
+        ),
+        ("admin-token", vec!["--admin-token", ""], "empty"),
+        (
+            "admin-token-file",
+            vec!["--admin-token-file", &missing],
+            "cannot read",
+        ),
+        (
+            "tokens-file",
+            vec!["--tokens-file", &missing],
+            "cannot read",
+        ),
+        (
+            "tls-cert",
+            vec!["--tls-cert", &missing, "--tls-key", &cert],
+            "missing",
+        ),
+        (
+            "tls-key",
+            vec!["--tls-cert", &cert, "--tls-key", &missing],
+            "missing",
+        ),
+        (
+            "permutation-key-file",
+            vec!["--permutation-key-file", &missing],
+            "cannot read",
+        ),
+        (
+            "max-connections",
+            vec!["--max-connections", "0"],
+            "must be above 0",
+        ),
+        (
+            "max-connections-per-address",
+            vec!["--max-connections-per-address=-1"],
+            "invalid value '-1'",
+        ),
+        (
+            "auth-timeout",
+            vec!["--auth-timeout", "0s"],
+            "must be above 0",
+        ),
+        (
+            "idle-timeout",
+            vec!["--idle-timeout", "2years"],
+            "above the most",
+        ),
+        ("max-tags", vec!["--max-tags", "0"], "at least 1"),
+        ("max-count", vec!["--max-count", "0"], "at least 1"),
+        (
+            "max-lease-size",
+            vec!["--max-lease-size", "0"],
+            "at least 1",
+        ),
+        (
+            "auto-create-tags",
+            vec!["--auto-create-tags", "maybe"],
+            "expected one of true, false",
+        ),
+        ("default-step", vec!["--default-step", "0"], "at least 1"),
+        (
+            "allow-non-durable",
+            vec!["--allow-non-durable", "yes"],
+            "expected one of true, false",
+        ),
+        (
+            "io-threads",
+            vec!["--io-threads", "100000"],
+            "is above 1024",
+        ),
+        (
+            "namespace",
+            vec!["--namespace", "Orders"],
+            "1 to 32 characters",
+        ),
+        (
+            "clock-policy",
+            vec!["--clock-policy", "panic"],
+            "not one of wait, switch, fail",
+        ),
+        (
+            "lease-ttl",
+            vec!["--lease-ttl", "1s"],
+            "1s is not above --lease-renew (2s)",
+        ),
+        (
+            "lease-renew",
+            vec!["--lease-renew", "0s"],
+            "must be above 0",
+        ),
+        (
+            "lease-renew",
+            vec!["--lease-renew", "20s"],
+            "20s is not below --lease-ttl (10s)",
+        ),
+        (
+            "hwm-lead",
+            vec!["--hwm-lead", "1s"],
+            "1s is not above --lease-renew (2s)",
+        ),
+        (
+            "max-lead",
+            vec!["--max-lead", "soon"],
+            "invalid value 'soon'",
+        ),
+        (
+            "max-wait",
+            vec!["--max-wait", "2days"],
+            "above the most it may be, 1day",
+        ),
+        (
+            "worker-wait",
+            vec!["--worker-wait", "2days"],
+            "above the most",
+        ),
+        ("config", vec!["--config", &missing], "cannot read"),
+        ("store-file", vec!["--store-file", &missing], "cannot read"),
+        (
+            "listen-backlog",
+            vec!["--listen-backlog", "0"],
+            "outside 1..=65535",
+        ),
+        (
+            "admin-tag-reserve",
+            vec!["--admin-tag-reserve", "10000"],
+            "leaves no tag of --max-tags (10000)",
+        ),
+    ];
+    let refused_with = |args: &[&str], env: &[(&str, &str)], setting: &str, says: &str| {
+        let mut all = args.to_vec();
+        if setting != "data-dir" && setting != "store-file" {
+            all.extend(["--store", store.as_str()]);
+        }
+        let log = Node::spawn_with_env(&all, env, None).refused(2);
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(
+            lines.len(),
+            1,
+            "{args:?} {env:?}: one line expected:\n{log}"
+        );
+        let prefix = format!("error: --{setting}: ");
+        assert!(
+            lines[0].starts_with(&prefix) && lines[0].contains(says),
+            "{args:?} {env:?}: `{prefix}...{says}` expected:\n{log}"
+        );
+        assert!(!folder.exists(), "{args:?}: the store's folder was created");
+        lines[0].to_owned()
+    };
+    for (setting, args, says) in &cases {
+        refused_with(args, &[], setting, says);
+    }
+    // Every setting has a case.
+    let command = <idmint_server::config::PartialConfig as clap::Args>::augment_args(
+        clap::Command::new("serve"),
+    );
+    for long in command
+        .get_arguments()
+        .filter_map(clap::Arg::get_long)
+        .chain(["config"])
+    {
+        assert!(
+            cases.iter().any(|(setting, ..)| *setting == long),
+            "--{long} has no bad-value case"
+        );
+    }
+
+    // A value from a variable names the variable, whether clap or the resolution refused it.
+    let line = refused_with(
+        &[],
+        &[("IDMINT_IO_THREADS", "many")],
+        "io-threads",
+        "invalid value 'many'",
+    );
+    assert!(line.contains("from IDMINT_IO_THREADS"), "{line}");
+    let line = refused_with(&[], &[("IDMINT_MAX_COUNT", "0")], "max-count", "at least 1");
+    assert!(line.ends_with("(set by IDMINT_MAX_COUNT)"), "{line}");
+    let line = refused_with(
+        &[],
+        &[("IDMINT_LAYOUT", "uid-generator")],
+        "layout",
+        "ran out",
+    );
+    assert!(line.ends_with("(set by IDMINT_LAYOUT)"), "{line}");
+    // A value from the file names the file; a flag given over it wins.
+    let file = files.join("ids.toml");
+    std::fs::write(&file, "default_step = 0\nmax_count = 5\n").unwrap();
+    // (`max_count = 5` in the file, `--max-count 0` on the command line: the flag's value.)
+    let file_flag = file.display().to_string();
+    let line = refused_with(&["--config", &file_flag], &[], "default-step", "at least 1");
+    assert!(line.ends_with(&format!("(set in {file_flag})")), "{line}");
+    let line = refused_with(
+        &["--config", &file_flag, "--max-count", "0"],
+        &[],
+        "max-count",
+        "at least 1",
+    );
+    assert!(!line.contains("set in"), "the flag gave it: {line}");
+    std::fs::write(&file, "\nmax_count = \"many\"\n").unwrap();
+    refused_with(
+        &["--config", &file_flag],
+        &[],
+        "max-count",
+        &format!("{file_flag}: line 2, `max_count`: invalid type"),
+    );
 }
 
 /// `sqlite://user:pw@/path` once created a folder named `user:pw@` in the working folder.

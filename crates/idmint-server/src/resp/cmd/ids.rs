@@ -363,17 +363,9 @@ impl Session {
     /// `IDMINT.DECODE id TAG t`: a segment ID of tag `t`, as a map of `id`, `tag` and
     /// `plain_id` (its number in the tag; the ID itself on a node that hands out plain IDs).
     fn decode_segment(&mut self, id: u64, raw: &[u8], format: &IdFormat, out: &mut BytesMut) {
-        let tag = match std::str::from_utf8(raw)
-            .ok()
-            .and_then(|name| idmint_core::Tag::new(name).ok())
-        {
-            Some(tag) => tag,
-            None => {
-                let error = idmint_core::Error::InvalidTag {
-                    tag: String::from_utf8_lossy(raw).chars().take(128).collect(),
-                };
-                return reply::service_error(out, &error);
-            }
+        let tag = match idmint_core::Tag::from_bytes(raw) {
+            Ok(tag) => tag,
+            Err(error) => return reply::service_error(out, &error),
         };
         let plain = self.shared.ids.tag_publisher(&tag).restore(id);
         encode::map_header(out, self.protocol, 3);

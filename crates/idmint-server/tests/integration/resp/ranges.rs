@@ -90,7 +90,7 @@ async fn a_range_is_contiguous_and_above_the_floor_given() {
             "not an integer",
         ),
         (&["IDMINT.RANGE", "orders"], "wrong number of arguments"),
-        (&["IDMINT.RANGE", "bad tag!", "5"], "invalid tag"),
+        (&["IDMINT.RANGE", "bad\ttag", "5"], "invalid tag"),
         (
             &["IDMINT.GIVEBACK", "orders", "9", "3"],
             "must not be above",
