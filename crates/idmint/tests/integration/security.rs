@@ -446,43 +446,14 @@ fn a_tag_flood_stops_at_the_cap_with_memory_metrics_and_shutdown_bounded() {
     let (web, redis) = (address(&server.http), address(&server.resp));
     let before = rss_kib(server.pid());
     let started = Instant::now();
-    let floods: Vec<_> = (0..CONNECTIONS)
-        .map(|c| {
-            std::thread::spawn(move || {
-                let mut resp = Resp::connect(redis);
-                // What is measured is the cap, memory and shutdown, not latency: on a loaded
-                // machine (other tests, a build) a reply may wait for SQLite longer than the
-                // usual bound.
-                let patient = Some(Duration::from_secs(120));
-                resp.reader.get_ref().set_read_timeout(patient).unwrap();
-                let mut pipeline = String::new();
-                for t in (c..ASKED).step_by(CONNECTIONS) {
-                    let tag = format!("flood-{t}");
-                    pipeline.push_str(&format!("*2\r\n$4\r\nINCR\r\n${}\r\n{tag}\r\n", tag.len()));
-                }
-                resp.reader
-                    .get_mut()
-                    .write_all(pipeline.as_bytes())
-                    .unwrap();
-                let (mut ok, mut capped) = (0, 0);
-                for _ in (c..ASKED).step_by(CONNECTIONS) {
-                    let reply = resp.reply();
-                    if reply.starts_with(':') {
-                        ok += 1;
-                    } else if reply.starts_with("-ERR too_many_tags") {
-                        capped += 1;
-                    } else {
-                        panic!("unexpected reply {reply}");
-                    }
-                }
-                (ok, capped)
-            })
-        })
-        .collect();
-    let (ok, capped) = floods
-        .into_iter()
-        .map(|f| f.join().unwrap())
-        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    let (ok, capped) = incr_flood(
+        redis,
+        None,
+        "flood",
+        ASKED,
+        CONNECTIONS,
+        "-ERR too_many_tags",
+    );
     let flood_took = started.elapsed();
     assert_eq!((ok, capped), (CAP, ASKED - CAP));
     let (status, _, body) = http(web, "GET", "/v1/segment/one-more", None);
@@ -987,4 +958,57 @@ fn a_log_written_to_a_pipe_has_no_colour_codes() {
         "colour codes in a piped log:\n{}",
         all.join("\n")
     );
+}
+
+/// `asked` new tags `PREFIX-N` created by `INCR` over `connections` connections (after `AUTH
+/// token` when given), each pipelining its share; returns how many were served and how many
+/// refused with a reply starting `refusal` (any other reply fails the test).
+pub(crate) fn incr_flood(
+    redis: SocketAddr,
+    token: Option<&'static str>,
+    prefix: &'static str,
+    asked: usize,
+    connections: usize,
+    refusal: &'static str,
+) -> (usize, usize) {
+    let floods: Vec<_> = (0..connections)
+        .map(|c| {
+            std::thread::spawn(move || {
+                let mut resp = Resp::connect(redis);
+                // What is measured is the cap, memory and shutdown, not latency: on a loaded
+                // machine (other tests, a build) a reply may wait for SQLite longer than the
+                // usual bound.
+                let patient = Some(Duration::from_secs(120));
+                resp.reader.get_ref().set_read_timeout(patient).unwrap();
+                if let Some(token) = token {
+                    assert_eq!(resp.call(&["AUTH", token]), "+OK");
+                }
+                let mut pipeline = String::new();
+                for t in (c..asked).step_by(connections) {
+                    let tag = format!("{prefix}-{t}");
+                    pipeline.push_str(&format!("*2\r\n$4\r\nINCR\r\n${}\r\n{tag}\r\n", tag.len()));
+                }
+                resp.reader
+                    .get_mut()
+                    .write_all(pipeline.as_bytes())
+                    .unwrap();
+                let (mut ok, mut refused) = (0, 0);
+                for _ in (c..asked).step_by(connections) {
+                    let reply = resp.reply();
+                    if reply.starts_with(':') {
+                        ok += 1;
+                    } else if reply.starts_with(refusal) {
+                        refused += 1;
+                    } else {
+                        panic!("unexpected reply {reply}");
+                    }
+                }
+                (ok, refused)
+            })
+        })
+        .collect();
+    floods
+        .into_iter()
+        .map(|f| f.join().unwrap())
+        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d))
 }

@@ -4,13 +4,12 @@
 //! its tags keep working; tenants together stop short of the admin reserve; after a restart
 //! the store still holds the tenant to its quota.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::common::{idmint_command, sqlite_url, Server};
-use crate::security::{address, folder, http, Resp, ADMIN};
+use crate::security::{address, folder, http, incr_flood, Resp, ADMIN};
 use crate::starting::{fresh_namespace, postgres_url};
 
 const ORDERS: &str = "orders-tenant-0123456789abcdef";
@@ -197,41 +196,14 @@ fn a_tenants_tag_flood_stops_at_its_default_quota() {
     let server = Server::start_with(&store, "tenant-flood", &args);
     let (web, redis) = (address(&server.http), address(&server.resp));
     let started = Instant::now();
-    let floods: Vec<_> = (0..CONNECTIONS)
-        .map(|c| {
-            std::thread::spawn(move || {
-                let mut resp = Resp::connect(redis);
-                let patient = Some(Duration::from_secs(120));
-                resp.reader.get_ref().set_read_timeout(patient).unwrap();
-                assert_eq!(resp.call(&["AUTH", ORDERS]), "+OK");
-                let mut pipeline = String::new();
-                for t in (c..ASKED).step_by(CONNECTIONS) {
-                    let tag = format!("orders-{t}");
-                    pipeline.push_str(&format!("*2\r\n$4\r\nINCR\r\n${}\r\n{tag}\r\n", tag.len()));
-                }
-                resp.reader
-                    .get_mut()
-                    .write_all(pipeline.as_bytes())
-                    .unwrap();
-                let (mut ok, mut refused) = (0, 0);
-                for _ in (c..ASKED).step_by(CONNECTIONS) {
-                    let reply = resp.reply();
-                    if reply.starts_with(':') {
-                        ok += 1;
-                    } else if reply.starts_with("-ERR tag_quota ") {
-                        refused += 1;
-                    } else {
-                        panic!("unexpected reply {reply}");
-                    }
-                }
-                (ok, refused)
-            })
-        })
-        .collect();
-    let (ok, refused) = floods
-        .into_iter()
-        .map(|f| f.join().unwrap())
-        .fold((0, 0), |(a, b), (c, d)| (a + c, b + d));
+    let (ok, refused) = incr_flood(
+        redis,
+        Some(ORDERS),
+        "orders",
+        ASKED,
+        CONNECTIONS,
+        "-ERR tag_quota ",
+    );
     let flood_took = started.elapsed();
     assert_eq!((ok, refused), (QUOTA, ASKED - QUOTA));
     assert_eq!(segment(web, PAYMENTS, "payments-1").0, 200);
