@@ -1,4 +1,4 @@
-//! Every backend against the store traits: the conformance suite, store sets, crashes, outages, durability guards and SQLite's own cases.
+//! Every backend against the store traits: the conformance suite, store sets, crashes, outages, durability guards and SQLite's own cases (damage, faults of the machine).
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -9,5 +9,8 @@ mod crash;
 mod outage;
 mod server_guards;
 mod sqlite_damage;
+mod sqlite_faults;
 mod sqlite_specific;
 mod store_sets;
+#[path = "../../../idmint/tests/support/tmpfs.rs"]
+mod tmpfs;
