@@ -1,6 +1,7 @@
 //! The SQLite store writes again by itself after a failed batch of its group commit: a full
-//! disk (a tmpfs of the test's own, filled with a file, then freed) and callers that gave up
-//! mid-write (their futures dropped by a timeout at every point of a write). Before the group
+//! disk (a tmpfs of the test's own, filled with a file, then freed), a file made read-only
+//! (immutable) and writable again, and callers that gave up mid-write (their futures dropped by
+//! a timeout at every point of a write). Before the group
 //! commit closed a connection whose transaction was in doubt, one failed `COMMIT` on a full
 //! disk left sqlx counting the connection inside a transaction, and every later write failed
 //! with `begin_with at non-zero transaction depth`, however much space was freed.
@@ -13,7 +14,9 @@ use std::time::Duration;
 
 use idmint_core::store::TagSettings;
 use idmint_core::{Error, Tag};
-use idmint_store::Store;
+use idmint_store::{Store, StoreOptions};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{ConnectOptions, Connection};
 
 fn tag(name: &str) -> Tag {
     Tag::new(name).unwrap()
@@ -90,6 +93,106 @@ async fn sqlite_writes_again_once_a_full_disk_has_room() {
 
     std::fs::remove_file(filler).unwrap();
     writes_succeed(&store, "freed", 20, first.end).await;
+}
+
+/// `chattr SIGNi` on `paths`: the immutable attribute refuses an open for writing even to root
+/// (a mode change would not), and, like a mode change, leaves descriptors already open alone.
+fn chattr(sign: char, paths: &[std::path::PathBuf]) {
+    let status = std::process::Command::new("chattr")
+        .arg(format!("{sign}i"))
+        .args(paths)
+        .status()
+        .expect("chattr (e2fsprogs)");
+    assert!(status.success(), "chattr {sign}i {paths:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_writes_again_once_a_read_only_file_is_writable() {
+    let disk = Tmpfs::mount("store-read-only", "16m");
+    let file = disk.path().join("idmint.db");
+    let url = format!("sqlite://{}", file.display());
+    let options = StoreOptions {
+        call_timeout: Duration::from_millis(300),
+        ..common::options(&common::fresh_namespace())
+    };
+    let store = idmint_store::open(&url, &options).await.unwrap();
+    let first = first_range(&store).await;
+
+    // The store's connections are opened while the file is read-only: another connection,
+    // opened before, holds the write lock, so the store's writes wait for it, time out, and
+    // their connections are closed; the new ones SQLite opens read-only.
+    let mut other = SqliteConnectOptions::new()
+        .filename(&file)
+        .connect()
+        .await
+        .unwrap();
+    let hold = other.begin_with("BEGIN IMMEDIATE").await.unwrap();
+    let mut immutable: Vec<_> = ["idmint.db", "idmint.db-wal", "idmint.db-shm"]
+        .iter()
+        .map(|name| disk.path().join(name))
+        .filter(|path| path.exists())
+        .collect();
+    immutable.push(disk.path().to_owned());
+    chattr('+', &immutable);
+    for i in 0..6 {
+        let created = store
+            .segments
+            .create_tag(&tag(&format!("locked-{i}")), &TagSettings::default())
+            .await;
+        assert!(
+            matches!(created, Err(Error::StoreUnavailable { .. })),
+            "{created:?}"
+        );
+    }
+    hold.rollback().await.unwrap();
+    other.close().await.unwrap();
+    let mut read_only = 0;
+    for i in 0..6 {
+        match store
+            .segments
+            .create_tag(&tag(&format!("read-only-{i}")), &TagSettings::default())
+            .await
+        {
+            Err(error @ Error::StoreUnavailable { .. }) => {
+                read_only += usize::from(format!("{error:?}").contains("readonly"));
+            }
+            other => panic!("a write to a read-only file: {other:?}"),
+        }
+    }
+    assert!(read_only > 0, "no write met the read-only file");
+
+    chattr('-', &immutable);
+    // A connection opened read-only fails one write and is closed: at most the pool's size of
+    // writes fail (4), then every write succeeds. (Before, such a connection went back to the
+    // pool after its batch committed the others' writes, and failed writes for good.)
+    let mut failed = 0;
+    let mut floor = first.end;
+    for i in 0..40 {
+        let created = store
+            .segments
+            .create_tag(&tag(&format!("writable-{i}")), &TagSettings::default())
+            .await;
+        match created {
+            Ok(_) => {}
+            Err(Error::StoreUnavailable { .. }) if i < 4 => failed += 1,
+            Err(error) => panic!("write {i} after the file was writable again: {error:?}"),
+        }
+        if let Ok(range) = store.segments.allocate(&tag("t"), 10).await {
+            assert!(range.start >= floor, "{range:?} below {floor}");
+            floor = range.end;
+        } else {
+            assert!(
+                i < 4,
+                "allocation {i} failed after the file was writable again"
+            );
+            failed += 1;
+        }
+    }
+    assert!(
+        failed <= 4,
+        "{failed} writes failed after the file was writable again"
+    );
+    writes_succeed(&store, "writable-again", 20, floor).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
