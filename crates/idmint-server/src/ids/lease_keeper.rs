@@ -83,7 +83,8 @@ pub struct LeaseConfig {
     /// How long the lease lasts unless renewed: how soon another node may take the worker ID
     /// of a node that died. Default 10 s.
     pub ttl: Duration,
-    /// How often the lease is renewed and the HWM raised. Default 2 s.
+    /// How often the lease is renewed and the HWM raised (a failed renewal is retried sooner,
+    /// see [`LeaseKeeper::run`]). Default 2 s.
     pub renew_every: Duration,
     /// How far ahead of the clock the HWM is raised: how long snowflakes keep flowing while
     /// the store is down. Must exceed `renew_every`. Default 10 s.

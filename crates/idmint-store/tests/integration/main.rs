@@ -7,6 +7,8 @@ mod common;
 mod conformance;
 mod crash;
 mod outage;
+#[path = "../../../idmint/tests/support/root.rs"]
+mod root;
 mod server_guards;
 mod sqlite_damage;
 mod sqlite_faults;

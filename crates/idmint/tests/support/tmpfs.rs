@@ -18,7 +18,7 @@ impl Tmpfs {
     /// Mounts a tmpfs of `size` (as `mount -o size=`, e.g. `2m`) on a fresh folder under
     /// `/tmp` named after `name`.
     pub fn mount(name: &str, size: &str) -> Self {
-        require_root(&format!("mounting a {size} tmpfs for {name}"));
+        crate::root::require_root(&format!("mounting a {size} tmpfs for {name}"));
         let dir = PathBuf::from("/tmp").join(format!("idmint-{name}-{}", std::process::id()));
         // A mount left by an earlier run that was killed.
         let _ = Command::new("umount")
@@ -83,18 +83,4 @@ impl Drop for Tmpfs {
         let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// Panics unless the test runs as root, naming what needs it.
-pub fn require_root(what: &str) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let effective = status
-        .lines()
-        .find_map(|line| line.strip_prefix("Uid:"))
-        .and_then(|ids| ids.split_whitespace().nth(1).map(str::to_owned));
-    assert_eq!(
-        effective.as_deref(),
-        Some("0"),
-        "{what} needs root (mount, chattr), as CI runs the tests: run them as root"
-    );
 }
