@@ -247,13 +247,17 @@ async fn ready_worker(http: &reqwest::Client, base: &str) -> Option<u64> {
 }
 
 /// A new tag: `GET /v1/segment/{tag}?count=1` on a tag never used, which creates it (a store
-/// write) and takes its first range.
-async fn new_tag(http: &reqwest::Client, base: &str, tag: &str) -> bool {
+/// write) and takes its first range. The status, 0 when no answer came.
+async fn new_tag(http: &reqwest::Client, base: &str, tag: &str) -> u16 {
     let url = format!("{base}/v1/segment/{tag}?count=1");
-    matches!(http.get(url).send().await, Ok(response) if response.status() == 200)
+    match http.get(url).send().await {
+        Ok(response) => response.status().as_u16(),
+        Err(_) => 0,
+    }
 }
 
-/// Creates a new tag every 200 ms while `probing`, counting those that fail.
+/// Creates a new tag every 200 ms while `probing`, counting those that fail; each must fail
+/// as a clear retryable error (503), never otherwise.
 async fn probe_new_tags(
     http: reqwest::Client,
     base: String,
@@ -263,8 +267,12 @@ async fn probe_new_tags(
     let mut n = 0;
     while probing.load(Ordering::SeqCst) {
         n += 1;
-        if !new_tag(&http, &base, &format!("during-{n}")).await {
-            failed.fetch_add(1, Ordering::SeqCst);
+        match new_tag(&http, &base, &format!("during-{n}")).await {
+            200 => {}
+            503 => {
+                failed.fetch_add(1, Ordering::SeqCst);
+            }
+            other => panic!("a new tag during the fault answered {other}"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -277,7 +285,7 @@ async fn serves_again(http: &reqwest::Client, node: &Node, cleared: Instant) -> 
     let mut n = 0;
     loop {
         n += 1;
-        let served = new_tag(http, &base, &format!("after-{n}")).await
+        let served = new_tag(http, &base, &format!("after-{n}")).await == 200
             && matches!(
                 http.get(format!("{base}/v1/snowflake?count=1")).send().await,
                 Ok(response) if response.status() == 200
