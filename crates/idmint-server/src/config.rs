@@ -222,7 +222,8 @@ pub struct PartialConfig {
     #[serde(default, with = "humantime_serde")]
     pub lease_ttl: Option<Duration>,
 
-    /// How often the lease is renewed and the high-water mark raised; below --lease-ttl.
+    /// How often the lease is renewed and the high-water mark raised (a failed renewal is retried
+    /// within 0.5 s); below --lease-ttl.
     #[arg(long, value_name = "DURATION", env = "IDMINT_LEASE_RENEW", value_parser = humantime::parse_duration)]
     #[serde(default, with = "humantime_serde")]
     pub lease_renew: Option<Duration>,

@@ -83,7 +83,8 @@ pub struct LeaseConfig {
     /// How long the lease lasts unless renewed: how soon another node may take the worker ID
     /// of a node that died. Default 10 s.
     pub ttl: Duration,
-    /// How often the lease is renewed and the HWM raised. Default 2 s.
+    /// How often the lease is renewed and the HWM raised (a failed renewal is retried sooner,
+    /// see [`LeaseKeeper::run`]). Default 2 s.
     pub renew_every: Duration,
     /// How far ahead of the clock the HWM is raised: how long snowflakes keep flowing while
     /// the store is down. Must exceed `renew_every`. Default 10 s.
@@ -405,6 +406,10 @@ impl Settings {
 #[path = "worker_wait_tests.rs"]
 mod worker_wait_tests;
 
+#[cfg(test)]
+#[path = "renewal_tests.rs"]
+mod renewal_tests;
+
 /// Removes and returns the lease with the lowest HWM: the one the clock reaches first.
 fn take_lowest_hwm(leases: &mut Vec<Lease>) -> Option<Lease> {
     let index = leases
@@ -414,6 +419,14 @@ fn take_lowest_hwm(leases: &mut Vec<Lease>) -> Option<Lease> {
         .map(|(index, _)| index)?;
     Some(leases.swap_remove(index))
 }
+
+/// The first pause before a failed renewal is tried again; it doubles (jittered) up to
+/// [`RENEW_RETRY_MOST`] or `renew_every`, whichever is shorter.
+const RENEW_RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// The longest pause between two tries of a failed renewal: however long the store was away,
+/// the node renews within this of its return (a try costs the store one failed call).
+const RENEW_RETRY_MOST: Duration = Duration::from_millis(500);
 
 /// Keeps this node's worker lease and its generator.
 #[derive(Debug)]
@@ -516,18 +529,37 @@ impl LeaseKeeper {
     }
 
     /// The renewal loop: runs until [`release`](Self::release). Spawn it once.
+    ///
+    /// Renewals come every `renew_every`, except after a failed one, retried after a short
+    /// jittered back-off (from [`RENEW_RETRY_FIRST`] up to [`RENEW_RETRY_MOST`]), and after one that
+    /// took longer than `renew_every`, done again at once: its target was set when it began,
+    /// so the HWM it confirmed may already be behind the clock (a renewal that waited out a
+    /// locked or restarting store). Either way the node serves snowflakes again within moments
+    /// of the store's return, not a renewal period later.
     pub async fn run(self: Arc<Self>) {
         let mut stop = self.stop.subscribe();
+        let renew_every = self.settings.config.renew_every;
+        let retry_most = renew_every.min(RENEW_RETRY_MOST);
+        let mut retry = Backoff::new(RENEW_RETRY_FIRST, retry_most);
+        let mut pause = renew_every;
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(self.settings.config.renew_every) => {}
+                _ = tokio::time::sleep(pause) => {}
                 _ = stop.wait_for(|stopped| *stopped) => return,
             }
             if *stop.borrow() {
                 return;
             }
+            pause = renew_every;
+            let renewing = Stopwatch::start();
             match self.renew().await {
-                Ok(()) => self.held.store(true, Ordering::SeqCst),
+                Ok(()) => {
+                    self.held.store(true, Ordering::SeqCst);
+                    retry = Backoff::new(RENEW_RETRY_FIRST, retry_most);
+                    if renewing.elapsed() >= renew_every {
+                        pause = Duration::ZERO;
+                    }
+                }
                 Err(Error::LeaseLost { worker_id }) => {
                     self.held.store(false, Ordering::SeqCst);
                     tracing::warn!(worker_id, "worker lease lost: acquiring a worker ID again");
@@ -545,7 +577,8 @@ impl LeaseKeeper {
                 }
                 Err(error) => {
                     // The generator keeps issuing up to the HWM confirmed last time.
-                    tracing::warn!(error = %error.with_causes(), "renewing the worker lease failed; retrying");
+                    pause = retry.next_pause();
+                    tracing::warn!(error = %error.with_causes(), retry_in = ?pause, "renewing the worker lease failed; retrying");
                 }
             }
         }

@@ -16,15 +16,21 @@
 //! Calls of the same batch see each other's writes in order, as they would one after the
 //! other; other connections (readers, other processes) see the batch only once committed.
 //!
-//! A batch whose transaction did not end in a confirmed `COMMIT` closes its connection instead
-//! of giving it back to the pool: closing rolls back whatever SQLite still holds open, and the
-//! pool opens a fresh connection for the next batch. That is what lets the store recover by
+//! A batch whose transaction did not end in a confirmed `COMMIT`, or in which a call failed,
+//! closes its connection instead of giving it back to the pool: closing rolls back whatever
+//! SQLite still holds open, and the pool opens a fresh connection for the next batch. That is what lets the store recover by
 //! itself from a full disk, an I/O error or a file made read-only: after such an error SQLite
 //! may or may not have rolled the transaction back already (its documentation leaves it open),
 //! so no statement could tell a reused connection's state for sure. The transaction is
 //! begun and ended with plain statements, not sqlx's `Transaction`, whose depth count is left
 //! at one when a `COMMIT` fails after SQLite rolled back by itself, refusing every later
 //! `BEGIN` on that connection for good.
+//!
+//! A call that failed spoils its batch's connection even when the others' writes commit: the
+//! connection may be one SQLite opened read-only (it does so, silently, when the file cannot be
+//! opened for writing: a file made read-only, a folder without write permission), which fails
+//! every write for as long as it lives, however soon the file is writable again. Pooled, it
+//! would fail one write in every few for good; closed, the next connection is opened afresh.
 
 use std::fmt;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,8 +67,12 @@ struct Batch {
     /// The connection, inside the batch's transaction from `BEGIN IMMEDIATE` on.
     conn: PoolConnection<Sqlite>,
     /// Set once `COMMIT` succeeded: only then is the connection known to be outside any
-    /// transaction and given back to the pool; otherwise it is closed when dropped.
+    /// transaction and given back to the pool (unless spoiled); otherwise it is closed when
+    /// dropped.
     committed: bool,
+    /// Set when a call of the batch failed: the connection is closed when dropped, committed
+    /// or not (see the module's documentation).
+    spoiled: bool,
     members: usize,
     outcome: watch::Sender<Outcome>,
 }
@@ -73,6 +83,7 @@ impl Batch {
         let mut batch = Batch {
             conn: pool.acquire().await?,
             committed: false,
+            spoiled: false,
             members: 0,
             outcome: watch::channel(None).0,
         };
@@ -85,10 +96,11 @@ impl Batch {
 }
 
 impl Drop for Batch {
-    /// A batch dropped without a confirmed commit (rolled back, failed, abandoned) closes its
-    /// connection, so no connection with a transaction in doubt goes back to the pool.
+    /// A batch dropped without a confirmed commit (rolled back, failed, abandoned), or with a
+    /// failed call, closes its connection, so no connection with a transaction in doubt, or
+    /// that failed a write, goes back to the pool.
     fn drop(&mut self) {
-        if !self.committed {
+        if !self.committed || self.spoiled {
             self.conn.close_on_drop();
         }
     }
@@ -235,8 +247,9 @@ impl super::SharedTx<Sqlite> for Member {
 impl Drop for Member {
     /// A call that ended without [`Member::finish`] (an error, a timeout): its savepoint is
     /// rolled back and the batch is committed with the other calls' writes, on a task (a drop
-    /// cannot wait). The next call starts a fresh transaction: after a failed statement (a
-    /// damaged page, say) the connection's view is not trusted for more.
+    /// cannot wait). The next call starts a fresh transaction on a fresh connection: after a
+    /// failed statement (a damaged page, a read-only file, say) the connection is not trusted
+    /// for more.
     fn drop(&mut self) {
         let (Some(guard), Some(mut batch)) = (self.guard.take(), self.batch.take()) else {
             return;
@@ -244,6 +257,7 @@ impl Drop for Member {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // dropping the batch rolls it back; its calls see it abandoned
         };
+        batch.spoiled = true;
         runtime.spawn(async move {
             let undone = async {
                 sqlx::query("ROLLBACK TO SAVEPOINT member")

@@ -177,7 +177,10 @@ pub(crate) async fn open(
     location: &Location,
     options: &StoreOptions,
 ) -> Result<SqlStore<PostgresDialect>> {
-    let connect = connect_options(location, "idmint")?;
+    let connect = connect_options(location, "idmint")?.options([(
+        "statement_timeout",
+        statement_timeout_ms(options.call_timeout).to_string(),
+    )]);
     let pool = PgPoolOptions::new()
         .max_connections(MAX_CONNECTIONS)
         .acquire_timeout(options.call_timeout)
@@ -190,6 +193,17 @@ pub(crate) async fn open(
         lock_key: lock_key(&options.namespace),
     };
     SqlStore::new(pool, dialect, options, &location.display).await
+}
+
+/// The `statement_timeout` of the store's sessions, in ms: its call timeout (at least 1 ms; 0
+/// would mean none). Set by the session itself at connection, it is the node's own bound on
+/// every statement, on the server too, whatever the role or database carries: a statement the
+/// node gave up on stops there as well, and a tiny `statement_timeout` set on the role or the
+/// database (for people's sessions, or by mistake) neither fails the node's statements nor
+/// stays in the sessions opened while it was set, after it is reset (such a session keeps the
+/// setting it started with for as long as it lives).
+fn statement_timeout_ms(call_timeout: std::time::Duration) -> u128 {
+    call_timeout.as_millis().max(1)
 }
 
 /// The connection settings of `location`'s URL, naming the connections `application` (what

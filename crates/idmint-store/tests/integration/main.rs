@@ -1,4 +1,6 @@
-//! Every backend against the store traits: the conformance suite, store sets, crashes, outages, durability guards and SQLite's own cases; and the properties of showing a store URL without its credentials.
+//! Every backend against the store traits: the conformance suite, store sets, crashes, outages,
+//! durability guards and SQLite's own cases (damage, faults of the machine); and the properties
+//! of showing a store URL without its credentials.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -8,7 +10,12 @@ mod conformance;
 mod crash;
 mod location_props;
 mod outage;
+#[path = "../../../idmint/tests/support/root.rs"]
+mod root;
 mod server_guards;
 mod sqlite_damage;
+mod sqlite_faults;
 mod sqlite_specific;
 mod store_sets;
+#[path = "../../../idmint/tests/support/tmpfs.rs"]
+mod tmpfs;

@@ -126,6 +126,64 @@ async fn postgres_calls_are_bounded_and_reconnect_by_themselves() {
     recovers_above(&store, end).await;
 }
 
+/// A database whose `statement_timeout` (1 ms) is far below the store's call timeout: the
+/// store's sessions bound their statements themselves, so a write that waits 300 ms for a row
+/// lock succeeds, as on any database. Before, such a setting (on the role or the database)
+/// failed every statement that waited, and sessions opened while it was set kept it after it
+/// was reset.
+#[cfg(feature = "postgres")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_calls_are_bounded_by_the_store_not_by_the_databases_statement_timeout() {
+    use sqlx::postgres::PgConnection;
+    use sqlx::{AssertSqlSafe, Connection};
+
+    let _serial = SERIAL.lock().await;
+    let url = common::server_url("IDMINT_TEST_POSTGRES_URL");
+    let mut admin = PgConnection::connect(&url).await.unwrap();
+    let database = format!("{}_tiny_timeout", common::fresh_namespace());
+    for ddl in [
+        format!("CREATE DATABASE {database}"),
+        format!("ALTER DATABASE {database} SET statement_timeout = '1ms'"),
+    ] {
+        sqlx::query(AssertSqlSafe(ddl))
+            .execute(&mut admin)
+            .await
+            .unwrap();
+    }
+    let (base, _) = url.rsplit_once('/').unwrap();
+    let tiny = format!("{base}/{database}");
+    let (store, namespace, end) = store_with_tag(&tiny).await;
+
+    // Another session (without the tiny timeout) holds the tag's row for 300 ms.
+    let mut other = PgConnection::connect(&tiny).await.unwrap();
+    sqlx::query("SET statement_timeout = 0")
+        .execute(&mut other)
+        .await
+        .unwrap();
+    let mut hold = other.begin().await.unwrap();
+    let lock = format!("SELECT max_id FROM {namespace}_segments WHERE tag = 't' FOR UPDATE");
+    sqlx::query(AssertSqlSafe(lock))
+        .fetch_one(&mut *hold)
+        .await
+        .unwrap();
+    let waiting = {
+        let store = store.clone();
+        tokio::spawn(async move { store.segments.allocate(&Tag::new("t").unwrap(), 10).await })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    hold.rollback().await.unwrap();
+    let range = waiting.await.unwrap().unwrap();
+    assert!(range.start >= end, "{range:?} below {end}");
+
+    drop(store);
+    other.close().await.unwrap();
+    let drop_database = format!("DROP DATABASE {database} WITH (FORCE)");
+    sqlx::query(AssertSqlSafe(drop_database))
+        .execute(&mut admin)
+        .await
+        .unwrap();
+}
+
 #[cfg(feature = "mysql")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_calls_are_bounded_and_reconnect_by_themselves() {

@@ -1,6 +1,7 @@
 //! The failure suite (issue 5): real `idmint serve` processes on real stores, real clients
 //! over HTTP and the Redis protocol, and the faults that break other ID services: SIGKILL and
-//! restart, clock steps (libfaketime), store outages, lease loss (SIGSTOP). Every ID handed
+//! restart, clock steps (libfaketime), store outages, lease loss (SIGSTOP), and the store fault
+//! matrix (full disk, locks, restarts, killed sessions, limits of each store). Every ID handed
 //! out is collected in a [`ledger::Ledger`] and checked: no duplicate, strictly increasing per
 //! client and process lifetime, and per worker ID the holders' IDs in disjoint ranges.
 //!
@@ -19,9 +20,18 @@ mod load;
 mod node;
 mod nodes;
 mod outage;
+#[path = "../support/own_mariadb.rs"]
+mod own_mariadb;
+#[path = "../support/own_postgres.rs"]
+mod own_postgres;
 #[path = "../support/own_redis.rs"]
 mod own_redis;
+#[path = "../support/root.rs"]
+mod root;
+mod store_faults;
 mod store_set;
+#[path = "../support/tmpfs.rs"]
+mod tmpfs;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
@@ -177,5 +187,107 @@ fn store_set_survives_one_store_lost() {
     store_set::one_store_lost(
         &store_url("IDMINT_TEST_POSTGRES_URL"),
         &store_url("IDMINT_TEST_MYSQL_URL"),
+    );
+}
+
+#[test]
+fn store_fault_sqlite_disk_full() {
+    let _serial = serial();
+    store_faults::run("SQLite", "disk full", &mut store_faults::DiskFull::new());
+}
+
+#[test]
+fn store_fault_sqlite_locked_by_another_process() {
+    let _serial = serial();
+    store_faults::run(
+        "SQLite",
+        "locked by another process",
+        &mut store_faults::Locked::new(),
+    );
+}
+
+#[test]
+fn store_fault_sqlite_file_made_read_only() {
+    let _serial = serial();
+    store_faults::run(
+        "SQLite",
+        "file made read-only",
+        &mut store_faults::ReadOnly::new(),
+    );
+}
+
+#[test]
+fn store_fault_postgres_restarted() {
+    let _serial = serial();
+    store_faults::run(
+        "PostgreSQL",
+        "restart",
+        &mut store_faults::PostgresRestart::new(),
+    );
+}
+
+#[test]
+fn store_fault_postgres_sessions_terminated() {
+    let _serial = serial();
+    store_faults::run(
+        "PostgreSQL",
+        "sessions terminated",
+        &mut store_faults::PostgresTerminate::new(),
+    );
+}
+
+#[test]
+fn store_fault_postgres_statement_timeout() {
+    let _serial = serial();
+    store_faults::run(
+        "PostgreSQL",
+        "statement_timeout",
+        &mut store_faults::PostgresStatementTimeout::new(),
+    );
+}
+
+#[test]
+fn store_fault_mariadb_restarted() {
+    let _serial = serial();
+    store_faults::run(
+        "MariaDB",
+        "restart",
+        &mut store_faults::MariadbRestart::new(),
+    );
+}
+
+#[test]
+fn store_fault_mariadb_connections_killed() {
+    let _serial = serial();
+    store_faults::run(
+        "MariaDB",
+        "connections killed",
+        &mut store_faults::MariadbKill::new(),
+    );
+}
+
+#[test]
+fn store_fault_redis_restarted() {
+    let _serial = serial();
+    store_faults::run("Redis", "restart", &mut store_faults::RedisRestart::new());
+}
+
+#[test]
+fn store_fault_redis_clients_killed() {
+    let _serial = serial();
+    store_faults::run(
+        "Redis",
+        "clients killed",
+        &mut store_faults::RedisClientKill::new(),
+    );
+}
+
+#[test]
+fn store_fault_redis_maxmemory_reached() {
+    let _serial = serial();
+    store_faults::run(
+        "Redis",
+        "maxmemory reached",
+        &mut store_faults::RedisMaxmemory::new(),
     );
 }

@@ -1,0 +1,23 @@
+//! Whether the test runs as root, for the support files that start servers as their service
+//! users or mount file systems (included with `#[path]`).
+// Each test binary that includes this file uses part of it.
+#![allow(dead_code)]
+
+/// Whether the effective user is root.
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|line| line.strip_prefix("Uid:"))
+        .and_then(|ids| ids.split_whitespace().nth(1).map(|id| id == "0"))
+        .unwrap_or(false)
+}
+
+/// Panics unless the test runs as root, naming what needs it: such a test must never pass by
+/// skipping.
+pub fn require_root(what: &str) {
+    assert!(
+        is_root(),
+        "{what} needs root (mount, chattr), as CI runs the tests: run them as root"
+    );
+}
