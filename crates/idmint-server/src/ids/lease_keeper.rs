@@ -428,6 +428,10 @@ const RENEW_RETRY_FIRST: Duration = Duration::from_millis(100);
 /// the node renews within this of its return (a try costs the store one failed call).
 const RENEW_RETRY_MOST: Duration = Duration::from_millis(500);
 
+/// Of the failed tries of a renewal in a row, the first and then one in this many are logged
+/// (with the count): about one line every 10 s while the store stays away.
+const RENEW_FAILURES_LOGGED: u64 = 20;
+
 /// Keeps this node's worker lease and its generator.
 #[derive(Debug)]
 pub struct LeaseKeeper {
@@ -542,6 +546,7 @@ impl LeaseKeeper {
         let retry_most = renew_every.min(RENEW_RETRY_MOST);
         let mut retry = Backoff::new(RENEW_RETRY_FIRST, retry_most);
         let mut pause = renew_every;
+        let mut failed_tries: u64 = 0;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
@@ -556,6 +561,7 @@ impl LeaseKeeper {
                 Ok(()) => {
                     self.held.store(true, Ordering::SeqCst);
                     retry = Backoff::new(RENEW_RETRY_FIRST, retry_most);
+                    failed_tries = 0;
                     if renewing.elapsed() >= renew_every {
                         pause = Duration::ZERO;
                     }
@@ -578,7 +584,12 @@ impl LeaseKeeper {
                 Err(error) => {
                     // The generator keeps issuing up to the HWM confirmed last time.
                     pause = retry.next_pause();
-                    tracing::warn!(error = %error.with_causes(), retry_in = ?pause, "renewing the worker lease failed; retrying");
+                    failed_tries += 1;
+                    // Tries come every 0.5 s at most while the store is away: the first
+                    // failure of a run is logged, then one in RENEW_FAILURES_LOGGED, counted.
+                    if failed_tries % RENEW_FAILURES_LOGGED == 1 {
+                        tracing::warn!(error = %error.with_causes(), failed_tries, retry_in = ?pause, "renewing the worker lease failed; retrying");
+                    }
                 }
             }
         }
