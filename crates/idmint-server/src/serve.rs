@@ -127,7 +127,11 @@ pub async fn run(
         stop.clone().cancelled_owned(),
     ));
 
+    // The handler is installed here, before the task first runs: a SIGHUP that comes as the
+    // node starts serving reloads instead of ending the process.
+    let hangups = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     let reloads = tokio::spawn(reload_on_sighup(
+        hangups,
         config.tokens.clone(),
         Arc::clone(&auth),
         tls,
@@ -276,9 +280,13 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
 /// Reads the tokens and the TLS certificate again on each SIGHUP (a rotated token file, a
 /// renewed certificate). What fails to load is logged and the settings in use are kept.
 /// Without this handler SIGHUP would end the process, its default action.
-async fn reload_on_sighup(tokens: TokenSources, auth: Arc<Auth>, tls: Option<Tls>) {
-    use tokio::signal::unix::{signal, SignalKind};
-    let Ok(mut hangups) = signal(SignalKind::hangup()) else {
+async fn reload_on_sighup(
+    hangups: std::io::Result<tokio::signal::unix::Signal>,
+    tokens: TokenSources,
+    auth: Arc<Auth>,
+    tls: Option<Tls>,
+) {
+    let Ok(mut hangups) = hangups else {
         tracing::warn!("SIGHUP cannot be handled: tokens and certificates load only at start");
         return;
     };

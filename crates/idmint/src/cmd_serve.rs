@@ -67,7 +67,12 @@ pub fn run(args: &ServeArgs, from_variables: &[(String, String)]) -> Result<()> 
         .build()
         .context("starting the async runtime")?;
     runtime
-        .block_on(idmint_server::serve::run(config, stop_signal()))
+        .block_on(async {
+            // Installed before anything is served: a SIGTERM that comes as the node starts
+            // stops it gracefully rather than killing it (the default action).
+            let stop = stop_signal();
+            idmint_server::serve::run(config, stop).await
+        })
         .map_err(|error| sources.name(error))?;
     Ok(())
 }
@@ -108,25 +113,25 @@ impl Sources<'_> {
     }
 }
 
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM.
-async fn stop_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+/// Resolves on SIGINT (Ctrl-C) or SIGTERM; the handlers are installed when it is called (in the
+/// runtime), not when the future is first polled.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, Signal, SignalKind};
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    let received = |installed: std::io::Result<Signal>| async move {
+        match installed {
             Ok(mut signal) => {
                 signal.recv().await;
             }
             Err(_) => std::future::pending::<()>().await,
         }
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {}
-        () = terminate => {}
+    async move {
+        tokio::select! {
+            () = received(interrupt) => {}
+            () = received(terminate) => {}
+        }
     }
 }
 

@@ -338,7 +338,7 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     // A bad tag and a wrong token are refusals, answered at once, not after max_wait.
     let client = BlockingClient::new(config()).unwrap();
     let started = Instant::now();
-    let error = client.next("bad tag!").unwrap_err();
+    let error = client.next("bad\u{1}tag").unwrap_err();
     assert!(
         matches!(error, idmint_client::Error::Refused { .. }),
         "{error}"

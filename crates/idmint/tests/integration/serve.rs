@@ -368,3 +368,15 @@ async fn flags_win_over_variables_which_win_over_the_file() {
     assert_eq!(decoded["dc"], 2, "{decoded}");
     server.stop();
 }
+
+/// A SIGTERM sent the moment a node says it serves stops it gracefully (exit 0, lease
+/// released): the handlers are installed before anything is served. They were installed when
+/// the stop future was first polled, a moment after, and a loaded CI machine once killed a node
+/// that way (signal 15) in the test of its log's colours.
+#[test]
+fn a_sigterm_as_the_node_starts_serving_stops_it_gracefully() {
+    let store = common::sqlite_url("serve-sigterm-at-start");
+    for _ in 0..5 {
+        Server::start(&store, "sigterm-at-start").stop();
+    }
+}
