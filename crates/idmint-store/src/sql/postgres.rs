@@ -116,14 +116,19 @@ impl Dialect for PostgresDialect {
 
     /// Like [`sql_error`], also treating as retryable the errors that mean "not now" rather
     /// than "never": connection exceptions (class 08), insufficient resources (class 53, e.g.
-    /// too many connections), a server crashing or starting up (57P02, 57P03), a cancelled
+    /// too many connections), a session ended by the server (57P01: `pg_terminate_backend` or a
+    /// fast shutdown; 57P05: `idle_session_timeout`), a server crashing or starting up (57P02,
+    /// 57P03), a cancelled
     /// statement or lock wait (57014, 55P03) and a read-only server (25006, a standby during a
     /// failover).
     fn error(what: &str, error: sqlx::Error) -> Error {
         let transient = matches!(&error, sqlx::Error::Database(db) if db.code().is_some_and(|code| {
             code.starts_with("08")
                 || code.starts_with("53")
-                || matches!(&*code, "57P02" | "57P03" | "57014" | "55P03" | "25006")
+                || matches!(
+                    &*code,
+                    "57P01" | "57P02" | "57P03" | "57P05" | "57014" | "55P03" | "25006"
+                )
         }));
         if transient {
             return Error::store_unavailable(what).caused_by(error);

@@ -10,6 +10,12 @@ mod conformance;
 mod crash;
 mod location_props;
 mod outage;
+#[path = "../../../idmint/tests/support/own_mariadb.rs"]
+mod own_mariadb;
+#[path = "../../../idmint/tests/support/own_postgres.rs"]
+mod own_postgres;
+#[path = "../../../idmint/tests/support/own_redis.rs"]
+mod own_redis;
 #[path = "../../../idmint/tests/support/root.rs"]
 mod root;
 mod server_guards;

@@ -104,7 +104,10 @@ async fn postgres_calls_are_bounded_and_reconnect_by_themselves() {
     use sqlx::{AssertSqlSafe, Connection};
 
     let _serial = SERIAL.lock().await;
-    let url = common::server_url("IDMINT_TEST_POSTGRES_URL");
+    // A server of the test's own: killing every session of the shared one broke the calls of
+    // other tests running meanwhile.
+    let server = crate::own_postgres::OwnPostgres::start("store-outage");
+    let url = server.url();
     let (store, namespace, end) = store_with_tag(&url).await;
     let mut admin = PgConnection::connect(&url).await.unwrap();
 
@@ -191,7 +194,10 @@ async fn mysql_calls_are_bounded_and_reconnect_by_themselves() {
     use sqlx::{AssertSqlSafe, Connection};
 
     let _serial = SERIAL.lock().await;
-    let url = common::server_url("IDMINT_TEST_MYSQL_URL");
+    // A server of the test's own: killing every connection of the shared one broke the calls
+    // of other tests running meanwhile.
+    let server = crate::own_mariadb::OwnMariadb::start("store-outage");
+    let url = server.url();
     let (store, namespace, end) = store_with_tag(&url).await;
     let mut admin = MySqlConnection::connect(&url).await.unwrap();
 
@@ -224,7 +230,10 @@ async fn mysql_calls_are_bounded_and_reconnect_by_themselves() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_calls_are_bounded_and_reconnect_by_themselves() {
     let _serial = SERIAL.lock().await;
-    let url = common::server_url("IDMINT_TEST_REDIS_URL");
+    // A server of the test's own: pausing and killing every client of the shared one broke
+    // the other tests' calls that ran meanwhile (broken pipes in the store-set tests).
+    let server = crate::own_redis::OwnRedis::start("store-outage");
+    let url = server.url();
     let (store, _, end) = store_with_tag(&url).await;
     let client = redis::Client::open(url.as_str()).unwrap();
     let mut admin = client.get_multiplexed_async_connection().await.unwrap();

@@ -249,10 +249,18 @@ async fn ready_worker(http: &reqwest::Client, base: &str) -> Option<u64> {
 /// A new tag: `GET /v1/segment/{tag}?count=1` on a tag never used, which creates it (a store
 /// write) and takes its first range. The status, 0 when no answer came.
 async fn new_tag(http: &reqwest::Client, base: &str, tag: &str) -> u16 {
+    new_tag_answer(http, base, tag).await.0
+}
+
+/// [`new_tag`]'s status and body (empty when the request failed).
+async fn new_tag_answer(http: &reqwest::Client, base: &str, tag: &str) -> (u16, String) {
     let url = format!("{base}/v1/segment/{tag}?count=1");
     match http.get(url).send().await {
-        Ok(response) => response.status().as_u16(),
-        Err(_) => 0,
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap_or_default())
+        }
+        Err(_) => (0, String::new()),
     }
 }
 
@@ -267,12 +275,12 @@ async fn probe_new_tags(
     let mut n = 0;
     while probing.load(Ordering::SeqCst) {
         n += 1;
-        match new_tag(&http, &base, &format!("during-{n}")).await {
-            200 => {}
-            503 => {
+        match new_tag_answer(&http, &base, &format!("during-{n}")).await {
+            (200, _) => {}
+            (503, _) => {
                 failed.fetch_add(1, Ordering::SeqCst);
             }
-            other => panic!("a new tag during the fault answered {other}"),
+            (other, body) => panic!("a new tag during the fault answered {other}: {body}"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
