@@ -51,6 +51,17 @@ pub struct Load {
 }
 
 impl Load {
+    /// Snowflakes and two tags, `orders` and `users`, counts up to 20, a 2 ms pause: the
+    /// steady load the store-set and store-fault scenarios keep up through their faults.
+    pub fn steady() -> Self {
+        Self {
+            snowflakes: true,
+            tags: vec!["orders".into(), "users".into()],
+            max_count: 20,
+            pause: Duration::from_millis(2),
+        }
+    }
+
     /// The `i`-th request of a client: what, and how many.
     fn request(&self, i: u64) -> (Kind, u64) {
         let kinds = u64::from(self.snowflakes) + self.tags.len() as u64;

@@ -129,15 +129,7 @@ pub fn run(store_label: &str, fault_label: &str, fault: &mut dyn Fault) {
         .unwrap_or_else(|| panic!("not ready at start:\n{}", node.log_text()));
 
     let ledger = Arc::new(Ledger::default());
-    let mut clients = Clients::new(
-        Load {
-            snowflakes: true,
-            tags: vec!["orders".into(), "users".into()],
-            max_count: 20,
-            pause: Duration::from_millis(2),
-        },
-        &ledger,
-    );
+    let mut clients = Clients::new(Load::steady(), &ledger);
     clients.spawn(&runtime, 0, &node, &MIXED);
     std::thread::sleep(Duration::from_millis(1_500));
     let before = ledger.report();

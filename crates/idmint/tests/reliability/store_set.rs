@@ -48,15 +48,7 @@ pub fn one_store_lost(postgres: &str, mariadb: &str) {
         node.start();
     }
     let ledger = Arc::new(Ledger::default());
-    let mut clients = Clients::new(
-        Load {
-            snowflakes: true,
-            tags: vec!["orders".into(), "users".into()],
-            max_count: 20,
-            pause: Duration::from_millis(2),
-        },
-        &ledger,
-    );
+    let mut clients = Clients::new(Load::steady(), &ledger);
     let runtime = crate::runtime();
     for (index, node) in nodes.iter().enumerate() {
         clients.spawn(&runtime, index, node, &MIXED);

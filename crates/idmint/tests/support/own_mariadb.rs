@@ -13,6 +13,8 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::root::run_quietly;
+
 pub struct OwnMariadb {
     dir: PathBuf,
     port: u16,
@@ -29,7 +31,7 @@ impl OwnMariadb {
         std::fs::create_dir_all(dir.join("data")).unwrap();
         std::fs::create_dir_all(dir.join("tmp")).unwrap();
         let user = if crate::root::is_root() {
-            run(Command::new("chown").arg("-R").arg("mysql:").arg(&dir));
+            run_quietly(Command::new("chown").arg("-R").arg("mysql:").arg(&dir));
             "mysql".to_owned()
         } else {
             std::env::var("USER").unwrap_or_default()
@@ -39,7 +41,7 @@ impl OwnMariadb {
             .local_addr()
             .unwrap()
             .port();
-        run(
+        run_quietly(
             Command::new(first_of(&["mariadb-install-db", "mysql_install_db"]))
                 .arg("--no-defaults")
                 .arg(format!("--datadir={}", dir.join("data").display()))
@@ -59,7 +61,7 @@ impl OwnMariadb {
             GRANT ALL PRIVILEGES ON `idmint_test`.* TO 'idmint'@'127.0.0.1';\n\
             CREATE USER 'admin'@'127.0.0.1' IDENTIFIED BY 'admin';\n\
             GRANT ALL PRIVILEGES ON *.* TO 'admin'@'127.0.0.1' WITH GRANT OPTION;\n";
-        run(server.client().args(["-e", grants]));
+        run_quietly(server.client().args(["-e", grants]));
         server
     }
 
@@ -176,15 +178,4 @@ fn first_of(names: &[&str]) -> PathBuf {
         }
     }
     panic!("none of {names:?} found (scripts/with-stores installs MariaDB)")
-}
-
-/// Runs `command` quietly; panics with its output when it fails.
-fn run(command: &mut Command) {
-    let output = command.stdin(Stdio::null()).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{command:?} failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }

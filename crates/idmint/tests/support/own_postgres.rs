@@ -12,6 +12,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use crate::root::run_quietly;
+
 pub struct OwnPostgres {
     bin: PathBuf,
     dir: PathBuf,
@@ -26,7 +28,7 @@ impl OwnPostgres {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         if crate::root::is_root() {
-            run(Command::new("chown").arg("postgres:").arg(&dir));
+            run_quietly(Command::new("chown").arg("postgres:").arg(&dir));
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -34,12 +36,14 @@ impl OwnPostgres {
             .unwrap()
             .port();
         let server = Self { bin, dir, port };
-        run(server
-            .as_postgres(&server.bin.join("initdb"))
-            .arg("-D")
-            .arg(server.data())
-            .args(["-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
-            .args(["--auth-local=trust", "--auth-host=scram-sha-256"]));
+        run_quietly(
+            server
+                .as_postgres(&server.bin.join("initdb"))
+                .arg("-D")
+                .arg(server.data())
+                .args(["-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync"])
+                .args(["--auth-local=trust", "--auth-host=scram-sha-256"]),
+        );
         let settings = format!(
             "\n# idmint test server\nlisten_addresses = '127.0.0.1'\nport = {port}\n\
              unix_socket_directories = '{}'\nfsync = on\nsynchronous_commit = on\n\
@@ -51,13 +55,15 @@ impl OwnPostgres {
         text.push_str(&settings);
         std::fs::write(&conf, text).unwrap();
         server.start_again();
-        run(Command::new(server.bin.join("psql"))
-            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
-            .arg(&server.dir)
-            .args(["-p", &port.to_string(), "-U", "postgres", "-d", "postgres"])
-            .args(["-c", "CREATE ROLE idmint LOGIN PASSWORD 'idmint'"])
-            .args(["-c", "CREATE ROLE admin LOGIN SUPERUSER PASSWORD 'admin'"])
-            .args(["-c", "CREATE DATABASE idmint_test OWNER idmint"]));
+        run_quietly(
+            Command::new(server.bin.join("psql"))
+                .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-h"])
+                .arg(&server.dir)
+                .args(["-p", &port.to_string(), "-U", "postgres", "-d", "postgres"])
+                .args(["-c", "CREATE ROLE idmint LOGIN PASSWORD 'idmint'"])
+                .args(["-c", "CREATE ROLE admin LOGIN SUPERUSER PASSWORD 'admin'"])
+                .args(["-c", "CREATE DATABASE idmint_test OWNER idmint"]),
+        );
         server
     }
 
@@ -77,26 +83,28 @@ impl OwnPostgres {
     /// Stops it with `pg_ctl stop -m immediate`: every process quits at once, with no
     /// checkpoint, as in a crash; transactions in flight are lost.
     pub fn stop_immediate(&self) {
-        run(self
-            .as_postgres(&self.bin.join("pg_ctl"))
-            .arg("stop")
-            .arg("-D")
-            .arg(self.data())
-            .args(["-m", "immediate", "-w", "-t", "60"]));
+        run_quietly(
+            self.as_postgres(&self.bin.join("pg_ctl"))
+                .arg("stop")
+                .arg("-D")
+                .arg(self.data())
+                .args(["-m", "immediate", "-w", "-t", "60"]),
+        );
     }
 
     /// Starts it (again: after a crash stop it recovers from its WAL) and returns once it
     /// accepts connections.
     pub fn start_again(&self) {
         let log = self.dir.join("postgres.log");
-        run(self
-            .as_postgres(&self.bin.join("pg_ctl"))
-            .arg("start")
-            .arg("-D")
-            .arg(self.data())
-            .arg("-l")
-            .arg(&log)
-            .args(["-w", "-t", "60"]));
+        run_quietly(
+            self.as_postgres(&self.bin.join("pg_ctl"))
+                .arg("start")
+                .arg("-D")
+                .arg(self.data())
+                .arg("-l")
+                .arg(&log)
+                .args(["-w", "-t", "60"]),
+        );
     }
 
     fn data(&self) -> PathBuf {
@@ -163,15 +171,4 @@ fn server_binaries() -> PathBuf {
     found.pop().map(|(_, bin)| bin).expect(
         "PostgreSQL's server binaries in /usr/lib/postgresql (scripts/with-stores installs them)",
     )
-}
-
-/// Runs `command` quietly; panics with its output when it fails.
-fn run(command: &mut Command) {
-    let output = command.stdin(Stdio::null()).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{command:?} failed: {}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
 }

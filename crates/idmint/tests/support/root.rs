@@ -1,7 +1,9 @@
-//! Whether the test runs as root, for the support files that start servers as their service
-//! users or mount file systems (included with `#[path]`).
+//! Whether the test runs as root, and running set-up commands, for the support files that start
+//! servers as their service users or mount file systems (included with `#[path]`).
 // Each test binary that includes this file uses part of it.
 #![allow(dead_code)]
+
+use std::process::{Command, Stdio};
 
 /// Whether the effective user is root.
 pub fn is_root() -> bool {
@@ -19,5 +21,17 @@ pub fn require_root(what: &str) {
     assert!(
         is_root(),
         "{what} needs root (mount, chattr), as CI runs the tests: run them as root"
+    );
+}
+
+/// Runs a set-up command (initdb, a client's SQL, a mount) quietly; panics with its output when
+/// it fails.
+pub fn run_quietly(command: &mut Command) {
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{command:?} failed: {}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
     );
 }
