@@ -78,10 +78,19 @@ impl Server {
         if let Some(store) = store {
             command.args(["--store", store]);
         }
-        let mut child = command
+        command
             .args(["--http", http, "--resp", resp])
             .args(["--node-name", node])
-            .args(extra)
+            .args(extra);
+        Self::start_command(command)
+    }
+
+    /// Runs `command`, an `idmint serve` (under chroot, strace, ...) whose flags or variables
+    /// bind both ports; returns once it logged that it serves. Its log is read from stderr.
+    pub fn start_command(mut command: Command) -> Self {
+        let mut child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -139,8 +148,15 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits for a clean exit.
-    pub fn stop(mut self) {
-        let pid = self.child.id().to_string();
+    pub fn stop(self) {
+        let pid = self.child.id();
+        self.stop_through(pid);
+    }
+
+    /// Sends SIGTERM to `pid`, the `idmint serve` that a wrapper this process started runs as
+    /// its child (strace), and waits for the wrapper's clean exit.
+    pub fn stop_through(mut self, pid: u32) {
+        let pid = pid.to_string();
         assert!(Command::new("kill")
             .args(["-TERM", &pid])
             .status()
