@@ -17,6 +17,7 @@ mod hostile_input;
 mod id_space;
 mod in_database;
 mod layout_end;
+mod operating;
 #[path = "../support/own_redis.rs"]
 mod own_redis;
 mod permuted_ids;
