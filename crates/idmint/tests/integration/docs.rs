@@ -261,17 +261,25 @@ fn outputs_match_by_shape_and_ports_are_rewritten() {
     ));
     assert!(!line_matches(r#"{"ids":["1"]}"#, r#"{"ids":["a"]}"#));
     assert!(!line_matches("(integer) 3", "(integer) "));
-    assert!(line_matches("error: ... (set by IDMINT_MAX_COUNT)", "error: --max-count: must be at least 1 (set by IDMINT_MAX_COUNT)"));
+    assert!(line_matches(
+        "error: ... (set by IDMINT_MAX_COUNT)",
+        "error: --max-count: must be at least 1 (set by IDMINT_MAX_COUNT)"
+    ));
     assert!(!line_matches("exact", "exactly"));
     let expected: Vec<String> = ["first", "...", "last 1"].map(String::from).to_vec();
     assert!(output_matches(&expected, &["first", "a", "b", "last 99"]));
     assert!(output_matches(&expected, &["first", "last 2"]));
     assert!(!output_matches(&expected, &["first", "a"]));
     assert_eq!(
-        rewrite_ports("curl localhost:8080/x; redis-cli -p 6380; id 2508080123", 1234, 5678),
+        rewrite_ports(
+            "curl localhost:8080/x; redis-cli -p 6380; id 2508080123",
+            1234,
+            5678
+        ),
         "curl localhost:1234/x; redis-cli -p 5678; id 2508080123"
     );
-    let blocks = extract::blocks("```sh\nnot run\n```\n```sh run\nrun\n```\n````python run\nx\n````\n");
+    let blocks =
+        extract::blocks("```sh\nnot run\n```\n```sh run\nrun\n```\n````python run\nx\n````\n");
     assert_eq!(blocks.len(), 2);
     assert_eq!((blocks[0].kind, blocks[0].line), (extract::Kind::Shell, 5));
     assert_eq!(blocks[1].kind, extract::Kind::Python);
@@ -284,7 +292,11 @@ fn the_link_checker_catches_broken_links() {
         .join(format!("idmint-docs-links-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(folder.join("b.md"), "# B\n\n## The `serve --check` flag: why?\n").unwrap();
+    std::fs::write(
+        folder.join("b.md"),
+        "# B\n\n## The `serve --check` flag: why?\n",
+    )
+    .unwrap();
     let sample = "[ok](b.md) [ok](b.md#the-serve---check-flag-why) [web](https://x.y/z.md)\n\
                   `[code](nowhere.md)`\n\n[gone](c.md)\n[bad anchor](b.md#nope)\n\
                   ```\n[in a block](nowhere.md)\n```\n";

@@ -232,7 +232,11 @@ fn serve(script: &mut Script, first: usize, lines: &[String]) -> Result<(), Stri
         .map(|l| l.strip_prefix("$ ").unwrap_or(l))
         .filter(|l| !l.trim().is_empty())
         .collect();
-    let continued = lines.iter().rev().skip(1).all(|l| l.trim_end().ends_with('\\'));
+    let continued = lines
+        .iter()
+        .rev()
+        .skip(1)
+        .all(|l| l.trim_end().ends_with('\\'));
     let args = lines
         .first()
         .and_then(|l| l.trim().strip_prefix("idmint serve"))

@@ -118,7 +118,11 @@ pub fn broken_links(file: &Path, root: &Path) -> Vec<String> {
     let Ok(markdown) = std::fs::read_to_string(file) else {
         return vec![format!("{}: unreadable", file.display())];
     };
-    let shown = file.strip_prefix(root).unwrap_or(file).display().to_string();
+    let shown = file
+        .strip_prefix(root)
+        .unwrap_or(file)
+        .display()
+        .to_string();
     let folder = file.parent().unwrap_or(root);
     let mut broken = Vec::new();
     for (index, line) in outside_fences(&markdown).into_iter().enumerate() {
