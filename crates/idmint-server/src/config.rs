@@ -3,7 +3,7 @@
 //! Every setting is defined once, as a field of [`PartialConfig`] with its type and doc; its
 //! default, where it has a plain one, once, in [`PartialConfig::defaults`]. The layers are the
 //! command line with the `IDMINT_*` variables (clap reads both), a TOML file (`--config FILE`)
-//! and the defaults, in that order of precedence; `--help` and README.md's table show the
+//! and the defaults, in that order of precedence; `--help` and docs/settings.md's table show the
 //! defaults from the same place ([`with_defaults_shown`], [`settings_table`]).
 
 use std::net::SocketAddr;
@@ -41,9 +41,9 @@ pub struct PartialConfig {
 
     /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://... Given several
     /// times (or several URLs separated by spaces), a store set: each store serves its own
-    /// share of the IDs, so any one of them can fail (README, "Store sets"). The order is part
-    /// of the set. A password in a flag shows in the process list: prefer --store-file or the
-    /// variable. [default: sqlite://DATA_DIR/idmint.db]
+    /// share of the IDs, so any one of them can fail (docs/stores.md, "Store sets"). The order
+    /// is part of the set. A password in a flag shows in the process list: prefer --store-file
+    /// or the variable. [default: sqlite://DATA_DIR/idmint.db]
     #[arg(
         long,
         value_name = "URL",
@@ -1166,7 +1166,7 @@ fn defaulted<T>(value: Option<T>, setting: &str) -> Result<T, ServerError> {
 }
 
 /// The settings as a Markdown table (flag, variable, TOML key, meaning with its default), made
-/// from the same definitions as `--help`: README.md carries it, and a test keeps the two equal.
+/// from the same definitions as `--help`: docs/settings.md carries it, and a test keeps the two equal.
 pub fn settings_table() -> String {
     let command = with_defaults_shown(<PartialConfig as clap::Args>::augment_args(
         clap::Command::new("serve"),
@@ -1330,22 +1330,22 @@ mod tests {
 
     use super::*;
 
-    /// README.md's settings table is what the definitions produce; `IDMINT_BLESS=1` rewrites it.
+    /// docs/settings.md's table is what the definitions produce; `IDMINT_BLESS=1` rewrites it.
     #[test]
-    fn the_readme_lists_every_setting_as_defined() {
+    fn the_settings_reference_lists_every_setting_as_defined() {
         const BEGIN: &str =
             "<!-- settings: generated from crates/idmint-server/src/config.rs -->\n";
         const END: &str = "<!-- settings end -->";
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/settings.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let start = readme
             .find(BEGIN)
-            .expect("README.md has no settings table marker")
+            .expect("docs/settings.md has no settings table marker")
             + BEGIN.len();
         let end = start
             + readme[start..]
                 .find(END)
-                .expect("README.md has no end marker");
+                .expect("docs/settings.md has no end marker");
         let table = settings_table();
         if std::env::var_os("IDMINT_BLESS").is_some() {
             let blessed = format!("{}{table}{}", &readme[..start], &readme[end..]);
@@ -1355,7 +1355,7 @@ mod tests {
         assert_eq!(
             readme[start..end],
             table,
-            "README.md's settings table is stale: run IDMINT_BLESS=1 cargo test -p idmint-server settings"
+            "docs/settings.md's table is stale: run IDMINT_BLESS=1 cargo test -p idmint-server settings"
         );
     }
 
