@@ -3,7 +3,7 @@
 //! Every setting is defined once, as a field of [`PartialConfig`] with its type and doc; its
 //! default, where it has a plain one, once, in [`PartialConfig::defaults`]. The layers are the
 //! command line with the `IDMINT_*` variables (clap reads both), a TOML file (`--config FILE`)
-//! and the defaults, in that order of precedence; `--help` and README.md's table show the
+//! and the defaults, in that order of precedence; `--help` and docs/settings.md's table show the
 //! defaults from the same place ([`with_defaults_shown`], [`settings_table`]).
 
 use std::net::SocketAddr;
@@ -26,6 +26,9 @@ pub const DEFAULT_LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 /// tokio's `TcpListener::bind` takes 128, which a flood of connections overflowed.
 pub const DEFAULT_LISTEN_BACKLOG: u32 = 511;
 
+/// How a secret given as a value shows in what the settings print.
+pub const HIDDEN: &str = "<hidden>";
+
 /// One layer of settings, every field optional: the one definition of each setting. clap reads
 /// the command line and the `IDMINT_*` variables into it (its field docs are `--help`), and the
 /// TOML file deserializes into it under the same names with underscores (`worker_id = "auto"`).
@@ -38,9 +41,9 @@ pub struct PartialConfig {
 
     /// Store URL: sqlite://PATH, postgres://..., mysql://... or redis://... Given several
     /// times (or several URLs separated by spaces), a store set: each store serves its own
-    /// share of the IDs, so any one of them can fail (README, "Store sets"). The order is part
-    /// of the set. A password in a flag shows in the process list: prefer --store-file or the
-    /// variable. [default: sqlite://DATA_DIR/idmint.db]
+    /// share of the IDs, so any one of them can fail (docs/stores.md, "Store sets"). The order
+    /// is part of the set. A password in a flag shows in the process list: prefer --store-file
+    /// or the variable. [default: sqlite://DATA_DIR/idmint.db]
     #[arg(
         long,
         value_name = "URL",
@@ -252,6 +255,37 @@ pub struct PartialConfig {
     #[arg(long, value_name = "DURATION", env = "IDMINT_WORKER_WAIT", value_parser = humantime::parse_duration)]
     #[serde(default, with = "humantime_serde")]
     pub worker_wait: Option<Duration>,
+
+    /// How log lines are written on stderr: `text` for people (coloured only on a terminal,
+    /// never with NO_COLOR set) or `json`, one object a line (timestamp, level, target,
+    /// message and the event's fields) for a log collector.
+    #[arg(long, value_name = "text|json", env = "IDMINT_LOG_FORMAT")]
+    pub log_format: Option<LogFormat>,
+
+    /// Which log lines are written: a level (error, warn, info, debug, trace) and per-module
+    /// levels, as RUST_LOG reads them: `info,idmint_server=debug`. RUST_LOG is read when this
+    /// setting is not given.
+    #[arg(long, value_name = "DIRECTIVES", env = "IDMINT_LOG_FILTER")]
+    pub log_filter: Option<String>,
+}
+
+/// `--log-format`: how the log's lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Lines for people.
+    Text,
+    /// One JSON object a line, for collectors (journald, Loki, Elasticsearch, CloudWatch).
+    Json,
+}
+
+/// How `idmint serve` logs: resolved from `--log-format` and `--log-filter`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogSettings {
+    /// The lines' form.
+    pub format: LogFormat,
+    /// The directives, checked to parse.
+    pub filter: String,
 }
 
 /// `--worker-id`: leased from the store, or fixed.
@@ -339,6 +373,8 @@ impl PartialConfig {
             max_tags: Some(SegmentOptions::default().max_tags),
             max_count: Some(10_000),
             max_lease_size: Some(1_000_000),
+            log_format: Some(LogFormat::Text),
+            log_filter: Some("info".to_owned()),
             ..Self::default()
         }
     }
@@ -496,8 +532,12 @@ pub fn with_defaults_shown(command: clap::Command) -> clap::Command {
 /// The resolved settings of one `idmint serve`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeConfig {
+    /// Folder of the embedded store (its URL is in `stores` when it is the store).
+    pub data_dir: PathBuf,
     /// Store URLs: one store, or the stores of a set in their order.
     pub stores: Vec<String>,
+    /// The file the store URLs were read from, if they were.
+    pub store_file: Option<PathBuf>,
     /// The store of the set this node asks first; `None`: chosen from the node's name.
     pub home_store: Option<usize>,
     /// IDs per block of a set's segment partitions.
@@ -555,6 +595,8 @@ pub struct ServeConfig {
     pub lease: LeaseConfig,
     /// The snowflake generator's bounds.
     pub snowflake: SnowflakeConfig,
+    /// The log's form and filter.
+    pub log: LogSettings,
 }
 
 impl ServeConfig {
@@ -578,14 +620,14 @@ impl ServeConfig {
         let layers = given.clone().over(PartialConfig::defaults())?;
         check_durations(&layers)?;
         let data_dir = defaulted(layers.data_dir, "data-dir")?;
-        let (stores, store_setting) = match (layers.store, layers.store_file) {
+        let (stores, store_setting) = match (layers.store, &layers.store_file) {
             (Some(_), Some(_)) => {
                 return Err(ServerError::Config {
                     setting: "store-file".into(),
                     reason: "is set together with --store: give one".into(),
                 })
             }
-            (None, Some(path)) => (read_store_file(&path)?, "store-file"),
+            (None, Some(path)) => (read_store_file(path)?, "store-file"),
             (Some(stores), None) if !stores.is_empty() => (stores, "store"),
             _ => {
                 check_data_dir(&data_dir)?;
@@ -722,7 +764,9 @@ impl ServeConfig {
             ..SnowflakeConfig::default()
         };
         Ok(Self {
+            data_dir,
             stores,
+            store_file: layers.store_file,
             home_store: layers.home_store,
             store_block,
             store_call_timeout,
@@ -768,7 +812,69 @@ impl ServeConfig {
             drain_timeout: Duration::from_secs(10),
             lease,
             snowflake,
+            log: LogSettings {
+                format: defaulted(layers.log_format, "log-format")?,
+                filter: check_log_filter(defaulted(layers.log_filter, "log-filter")?)?,
+            },
         })
+    }
+
+    /// The resolved settings as a layer of settings, every one given, secrets masked: what
+    /// `idmint serve --check` prints. Store URLs go through [`idmint_store::redact`], a token
+    /// given as a value shows as `<hidden>`; files are named, never read out.
+    pub fn shown(&self) -> PartialConfig {
+        PartialConfig {
+            data_dir: Some(self.data_dir.clone()),
+            store: Some(
+                self.stores
+                    .iter()
+                    .map(|url| idmint_store::redact(url))
+                    .collect(),
+            ),
+            store_file: self.store_file.clone(),
+            home_store: self.home_store,
+            store_call_timeout: Some(self.store_call_timeout),
+            store_block: Some(self.store_block),
+            http: Some(self.http),
+            resp: Some(self.resp),
+            layout: Some(self.layout.clone()),
+            epoch: self.epoch.clone(),
+            datacenter: Some(self.datacenter),
+            worker_id: Some(
+                self.worker_id
+                    .map_or(WorkerChoice::Auto, WorkerChoice::Fixed),
+            ),
+            node_name: Some(self.node_name.clone()),
+            admin_token: self.tokens.admin_token.as_ref().map(|_| HIDDEN.to_owned()),
+            admin_token_file: self.tokens.admin_token_file.clone(),
+            tokens_file: self.tokens.tokens_file.clone(),
+            tls_cert: self.tls.as_ref().map(|tls| tls.cert.clone()),
+            tls_key: self.tls.as_ref().map(|tls| tls.key.clone()),
+            permutation_key_file: self.permutation_key_file.clone(),
+            max_connections: Some(self.limits.max_connections),
+            max_connections_per_address: Some(self.limits.per_address),
+            listen_backlog: Some(self.listen_backlog),
+            auth_timeout: Some(self.limits.auth_timeout),
+            idle_timeout: Some(self.limits.idle_timeout.unwrap_or(Duration::ZERO)),
+            max_tags: Some(self.max_tags),
+            admin_tag_reserve: Some(self.admin_tag_reserve),
+            max_count: Some(self.max_count),
+            max_lease_size: Some(self.max_lease_size),
+            auto_create_tags: Some(self.auto_create_tags),
+            default_step: Some(self.default_step),
+            allow_non_durable: Some(self.allow_non_durable),
+            io_threads: Some(self.io_threads),
+            namespace: Some(self.namespace.clone()),
+            clock_policy: Some(self.lease.clock_policy),
+            lease_ttl: Some(self.lease.ttl),
+            lease_renew: Some(self.lease.renew_every),
+            hwm_lead: Some(self.lease.hwm_lead),
+            max_lead: Some(self.snowflake.max_lead),
+            max_wait: Some(self.snowflake.max_wait),
+            worker_wait: Some(self.lease.worker_wait),
+            log_format: Some(self.log.format),
+            log_filter: Some(self.log.filter.clone()),
+        }
     }
 
     /// The ID service's settings for `layout` (parsed from [`layout`](Self::layout)).
@@ -1010,6 +1116,31 @@ fn check_store_list(
     }
 }
 
+/// `filter` if it parses as `RUST_LOG`-style directives. tracing-subscriber drops a directive
+/// it cannot parse with a warning nobody sees before the log exists, so a typo would silently
+/// log less than asked: refused here instead.
+fn check_log_filter(filter: String) -> Result<String, ServerError> {
+    let refused = |reason: String| ServerError::Config {
+        setting: "log-filter".into(),
+        reason,
+    };
+    if filter.len() > 4_096 {
+        return Err(refused("is longer than 4096 bytes".into()));
+    }
+    for directive in filter.split(',').filter(|d| !d.trim().is_empty()) {
+        directive
+            .trim()
+            .parse::<tracing_subscriber::filter::Directive>()
+            .map_err(|e| {
+                refused(format!(
+                    "`{}` is not a log directive: {e}",
+                    directive.trim()
+                ))
+            })?;
+    }
+    Ok(filter)
+}
+
 /// A setting that is one value or a list in the file (`store = "..."` or `store = [...]`).
 fn one_or_many<'de, D: serde::Deserializer<'de>>(
     deserializer: D,
@@ -1035,7 +1166,7 @@ fn defaulted<T>(value: Option<T>, setting: &str) -> Result<T, ServerError> {
 }
 
 /// The settings as a Markdown table (flag, variable, TOML key, meaning with its default), made
-/// from the same definitions as `--help`: README.md carries it, and a test keeps the two equal.
+/// from the same definitions as `--help`: docs/settings.md carries it, and a test keeps the two equal.
 pub fn settings_table() -> String {
     let command = with_defaults_shown(<PartialConfig as clap::Args>::augment_args(
         clap::Command::new("serve"),
@@ -1065,6 +1196,101 @@ pub fn settings_table() -> String {
         ));
     }
     table
+}
+
+/// Example values of the settings that have no plain default, for the sample file.
+const SAMPLE_VALUES: &[(&str, &str)] = &[
+    ("store", r#"["postgres://idmint@db-1.example:5432/idmint"]"#),
+    ("store_file", r#""/run/credentials/idmint.service/store""#),
+    ("home_store", "0"),
+    ("epoch", r#""2025-01-01""#),
+    ("node_name", r#""idmint-0""#),
+    ("admin_token", r#""prefer admin_token_file""#),
+    (
+        "admin_token_file",
+        r#""/run/credentials/idmint.service/admin-token""#,
+    ),
+    ("tokens_file", r#""/etc/idmint/tokens.toml""#),
+    ("tls_cert", r#""/etc/idmint/tls/cert.pem""#),
+    ("tls_key", r#""/etc/idmint/tls/key.pem""#),
+    ("permutation_key_file", r#""/etc/idmint/permutation.key""#),
+    ("admin_tag_reserve", "1000"),
+    ("io_threads", "1"),
+    ("worker_wait", r#""10s""#),
+];
+
+/// A sample `--config` file (`deploy/idmint.toml`), made from the same definitions as `--help`:
+/// each setting's doc, flag and variable, then its key with the default (or an example where
+/// there is no plain default), commented out, so the file as it is changes nothing.
+pub fn sample_config_file() -> String {
+    let command = <PartialConfig as clap::Args>::augment_args(clap::Command::new("serve"));
+    let defaults = PartialConfig::default_texts();
+    let mut file = String::from(
+        "# Settings of `idmint serve`: a sample made from their definition (idmint serve --help,\n\
+         # docs/settings.md). Give it with `idmint serve --config FILE`; flags and IDMINT_*\n\
+         # variables override what it says. Every setting is commented out with its default (or an\n\
+         # example, where it has none): uncomment what you change. Durations read like 10s or 500ms.\n",
+    );
+    for arg in command.get_arguments() {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        let key = long.replace('-', "_");
+        let mut help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        // clap drops the period of a one-sentence doc; a comment keeps it.
+        if !help.ends_with(['.', ']']) {
+            help.push('.');
+        }
+        file.push('\n');
+        for line in wrapped(&help, 94) {
+            file.push_str(&format!("# {line}\n"));
+        }
+        let env = arg
+            .get_env()
+            .map(|env| format!(", {}", env.to_string_lossy()))
+            .unwrap_or_default();
+        file.push_str(&format!("# (--{long}{env})\n"));
+        let value = match defaults.get(&key) {
+            Some(value) if !value.is_null() => toml_value(value),
+            _ => SAMPLE_VALUES
+                .iter()
+                .find(|(name, _)| *name == key)
+                .map_or_else(|| "\"\"".to_owned(), |(_, example)| (*example).to_owned()),
+        };
+        file.push_str(&format!("# {key} = {value}\n"));
+    }
+    file
+}
+
+/// A default, as JSON, written as a TOML value.
+fn toml_value(value: &Value) -> String {
+    match value {
+        Value::String(text) => toml::Value::String(text.clone()).to_string(),
+        Value::Array(items) => format!(
+            "[{}]",
+            items.iter().map(toml_value).collect::<Vec<_>>().join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces.
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// The `sqlite://` URL of the embedded store's file in `data_dir`.
@@ -1104,22 +1330,22 @@ mod tests {
 
     use super::*;
 
-    /// README.md's settings table is what the definitions produce; `IDMINT_BLESS=1` rewrites it.
+    /// docs/settings.md's table is what the definitions produce; `IDMINT_BLESS=1` rewrites it.
     #[test]
-    fn the_readme_lists_every_setting_as_defined() {
+    fn the_settings_reference_lists_every_setting_as_defined() {
         const BEGIN: &str =
             "<!-- settings: generated from crates/idmint-server/src/config.rs -->\n";
         const END: &str = "<!-- settings end -->";
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/settings.md");
         let readme = std::fs::read_to_string(&path).unwrap();
         let start = readme
             .find(BEGIN)
-            .expect("README.md has no settings table marker")
+            .expect("docs/settings.md has no settings table marker")
             + BEGIN.len();
         let end = start
             + readme[start..]
                 .find(END)
-                .expect("README.md has no end marker");
+                .expect("docs/settings.md has no end marker");
         let table = settings_table();
         if std::env::var_os("IDMINT_BLESS").is_some() {
             let blessed = format!("{}{table}{}", &readme[..start], &readme[end..]);
@@ -1129,8 +1355,41 @@ mod tests {
         assert_eq!(
             readme[start..end],
             table,
-            "README.md's settings table is stale: run IDMINT_BLESS=1 cargo test -p idmint-server settings"
+            "docs/settings.md's table is stale: run IDMINT_BLESS=1 cargo test -p idmint-server settings"
         );
+    }
+
+    /// deploy/idmint.toml is what the definitions produce, and with every line uncommented it
+    /// is a file of settings that parses; `IDMINT_BLESS=1` rewrites it.
+    #[test]
+    fn the_sample_config_file_lists_every_setting_as_defined() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/idmint.toml");
+        let sample = sample_config_file();
+        if std::env::var_os("IDMINT_BLESS").is_some() {
+            std::fs::write(&path, &sample).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(
+            on_disk, sample,
+            "deploy/idmint.toml is stale: run IDMINT_BLESS=1 cargo test -p idmint-server sample"
+        );
+        assert!(PartialConfig::from_toml(&sample, &path).unwrap() == PartialConfig::default());
+        let uncommented: String = sample
+            .lines()
+            .filter_map(|line| line.strip_prefix("# "))
+            .filter(|line| {
+                line.split_once(" = ")
+                    .is_some_and(|(key, _)| PartialConfig::setting_names().any(|name| name == key))
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        let every = PartialConfig::from_toml(&uncommented, &path).unwrap();
+        for name in PartialConfig::setting_names() {
+            assert!(
+                every.given().contains(&name.replace('_', "-")),
+                "{name} is not in the sample"
+            );
+        }
     }
 
     #[test]

@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::layout::{format_ms_rfc3339, parse_epoch};
-use idmint_core::{Clock, FieldKind, Layout, SystemClock};
+use idmint_core::{Clock, FieldKind, Layout, Permutation, SystemClock};
 use idmint_store::{Location, StoreOptions};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{Auth, TokenSources};
+use crate::auth::{Auth, TokenSources, Tokens};
 use crate::config::ServeConfig;
 use crate::error::ServerError;
 use crate::http::{self, ConnectionOptions, HttpOptions};
@@ -41,28 +41,15 @@ pub async fn run(
     let upkeep = metrics
         .clone()
         .map(|handle| tokio::spawn(metrics_upkeep(handle)));
-    let layout = parse_layout(&config)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    refuse_exhausted_layout(&layout, config.epoch.is_some(), clock.now_ms())?;
-    check_settings(&config, &layout, clock.now_ms())?;
-    let auth = Arc::new(Auth::new(config.tokens.load()?));
+    let Checked {
+        layout,
+        tokens,
+        tls,
+        permutation,
+    } = check(&config, clock.now_ms())?;
+    let auth = Arc::new(Auth::new(tokens));
     warn_if_open(&config, &auth);
-    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
-    let permutation = config
-        .permutation_key_file
-        .as_deref()
-        .map(|path| crate::permutation_key::load(path, &config.namespace))
-        .transpose()?;
-    if permutation.is_some() && layout.total_bits() < 63 {
-        return Err(ServerError::Config {
-            setting: "permutation-key-file".into(),
-            reason: format!(
-                "the layout {layout} is {} bits wide, and permuted IDs take all 63 (a \
-                 js-safe ID would no longer be exact in JavaScript): use a 63-bit layout",
-                layout.total_bits()
-            ),
-        });
-    }
     warn_if_backlog_capped(config.listen_backlog);
     let http_listener = bind("http", "HTTP", config.http, config.listen_backlog)?;
     let resp_listener = bind("resp", "Redis protocol", config.resp, config.listen_backlog)?;
@@ -172,6 +159,53 @@ pub async fn run(
     }
     tracing::info!("worker lease released; stopped");
     outcome
+}
+
+/// What the checks before start-up read: the layout, the tokens, the TLS certificate and the
+/// permutation key, each from its setting.
+pub struct Checked {
+    /// `--layout` with `--epoch`.
+    pub layout: Layout,
+    /// The tokens of every token setting.
+    pub tokens: Tokens,
+    /// The certificate and key, when TLS is on.
+    pub tls: Option<Tls>,
+    /// The permutation, when IDs are handed out permuted.
+    pub permutation: Option<Permutation>,
+}
+
+/// Every check start-up makes before it binds a port or opens a store: the layout and epoch
+/// (and that the layout has not run out at `now_ms`), the fields that must fit the layout, the
+/// store URLs' form, the namespace, and the files the settings name (tokens, certificate,
+/// permutation key), read and parsed. `idmint serve --check` runs this and nothing else, so
+/// it creates no file, binds no port and touches no store.
+pub fn check(config: &ServeConfig, now_ms: u64) -> Result<Checked, ServerError> {
+    let layout = parse_layout(config)?;
+    refuse_exhausted_layout(&layout, config.epoch.is_some(), now_ms)?;
+    check_settings(config, &layout, now_ms)?;
+    let tokens = config.tokens.load()?;
+    let tls = config.tls.as_ref().map(Tls::load).transpose()?;
+    let permutation = config
+        .permutation_key_file
+        .as_deref()
+        .map(|path| crate::permutation_key::load(path, &config.namespace))
+        .transpose()?;
+    if permutation.is_some() && layout.total_bits() < 63 {
+        return Err(ServerError::Config {
+            setting: "permutation-key-file".into(),
+            reason: format!(
+                "the layout {layout} is {} bits wide, and permuted IDs take all 63 (a \
+                 js-safe ID would no longer be exact in JavaScript): use a 63-bit layout",
+                layout.total_bits()
+            ),
+        });
+    }
+    Ok(Checked {
+        layout,
+        tokens,
+        tls,
+        permutation,
+    })
 }
 
 /// The layout of `--layout` with the epoch of `--epoch`, each refused under its own flag.

@@ -120,7 +120,7 @@ fn invalid(reason: String) -> Error {
 ///
 /// The path is everything after `sqlite://` (or `sqlite:`), taken literally: `sqlite://./x.db`
 /// and `sqlite://idmint-data/idmint.db` are relative paths, `sqlite:///var/lib/x.db` is
-/// absolute, as the README and the `--data-dir` default (`sqlite://<data-dir>/idmint.db`) use
+/// absolute, as docs/stores.md and the `--data-dir` default (`sqlite://<data-dir>/idmint.db`) use
 /// them. So in `sqlite://` a first path segment that looks like a host cannot be told from a
 /// folder name and is a folder; only the `user[:password]@` form is unambiguous: no folder
 /// name is written that way, and taking it as one created a folder literally named

@@ -1,6 +1,7 @@
 //! `idmint serve`: every setting as a flag, an `IDMINT_*` variable or a TOML file entry (flag >
 //! variable > file > default), then the server until SIGINT or SIGTERM.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -15,6 +16,12 @@ pub struct ServeArgs {
     /// TOML file with any of the settings below (flags and variables override it).
     #[arg(long, value_name = "FILE", env = "IDMINT_CONFIG")]
     pub config: Option<PathBuf>,
+
+    /// Resolve and check every setting (flags, variables, the file), print them as TOML with
+    /// secrets hidden, and exit: 0 when they are all good, 2 naming the first bad one. Reads
+    /// the files the settings name; opens no store and binds no port.
+    #[arg(long)]
+    pub check: bool,
 
     /// Every other setting.
     #[command(flatten)]
@@ -46,21 +53,49 @@ pub fn from_variables(
         .collect()
 }
 
-/// Resolves the settings and serves until SIGINT or SIGTERM. `from_variables`: the settings
-/// given by `IDMINT_*` variables ([`from_variables`]), named in the error of a refused one.
-pub fn run(args: &ServeArgs, from_variables: &[(String, String)]) -> Result<()> {
+/// Resolves the settings and serves until SIGINT or SIGTERM, or with `--check` checks them,
+/// prints them on `out` and returns. `from_variables`: the settings given by `IDMINT_*`
+/// variables ([`from_variables`]), named in the error of a refused one.
+pub fn run(
+    args: &ServeArgs,
+    from_variables: &[(String, String)],
+    now_ms: u64,
+    out: &mut impl Write,
+) -> Result<()> {
     let file = match &args.config {
         Some(path) => PartialConfig::from_file(path)?,
         None => PartialConfig::default(),
     };
+    let mut command_line = args.settings.clone();
+    let mut variables = from_variables.to_vec();
+    // RUST_LOG, the variable every Rust program's log reads, is --log-filter's second variable.
+    if command_line.log_filter.is_none() {
+        if let Some(filter) = std::env::var("RUST_LOG")
+            .ok()
+            .filter(|f| !f.trim().is_empty())
+        {
+            command_line.log_filter = Some(filter);
+            variables.push(("log-filter".to_owned(), "RUST_LOG".to_owned()));
+        }
+    }
     let sources = Sources {
-        variables: from_variables,
-        command_line: args.settings.given(),
+        variables: &variables,
+        command_line: command_line.given(),
         file: args.config.as_deref().map(|path| (path, file.given())),
     };
-    let config = ServeConfig::resolve(args.settings.clone(), file, &host_name())
+    let config = ServeConfig::resolve(command_line, file, &host_name())
         .map_err(|error| sources.name(error))?;
-    crate::logging::init();
+    if args.check {
+        idmint_server::serve::check(&config, now_ms).map_err(|error| sources.name(error))?;
+        let shown = toml::to_string(&config.shown()).context("showing the settings")?;
+        writeln!(
+            out,
+            "# idmint serve: every setting resolved (flag > variable > file > default) and \
+             checked; secrets hidden\n{shown}"
+        )?;
+        return Ok(());
+    }
+    crate::logging::init(&config.log);
     crate::allocator::purge_in_background();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

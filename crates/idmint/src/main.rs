@@ -14,6 +14,8 @@
 mod allocator;
 mod cmd_client;
 mod cmd_decode;
+mod cmd_docs;
+mod cmd_health;
 mod cmd_id_space;
 mod cmd_layout;
 mod cmd_permutation_key;
@@ -34,6 +36,8 @@ use idmint_core::clock::wall_clock_ms;
 
 use crate::cmd_client::{NextArgs, TagsArgs};
 use crate::cmd_decode::DecodeArgs;
+use crate::cmd_docs::{CompletionsArgs, ManArgs};
+use crate::cmd_health::HealthArgs;
 use crate::cmd_id_space::IdSpaceArgs;
 use crate::cmd_layout::LayoutArgs;
 use crate::cmd_permutation_key::PermutationKeyArgs;
@@ -84,6 +88,17 @@ enum Command {
     /// `idmint permutation-key > idmint.key && chmod 600 idmint.key`.
     #[command(after_help = EXIT_STATUS_HELP)]
     PermutationKey(PermutationKeyArgs),
+    /// Ask a running server whether it lives (/healthz) or can serve (/readyz): exit 0 when it
+    /// answers 200, 1 otherwise. For health checks where there is no curl.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Health(HealthArgs),
+    /// Print the completion script of a shell: `idmint completions bash >
+    /// /etc/bash_completion.d/idmint`.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Completions(CompletionsArgs),
+    /// Print the manual page of idmint or of one command (roff): `idmint man serve | man -l -`.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Man(ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -115,6 +130,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd_serve::run(
             args,
             &cmd_serve::from_variables(matches.subcommand_matches("serve"), &command),
+            now_ms,
+            &mut out,
         ),
         Command::Next(args) => cmd_client::next(args, &mut out),
         Command::Tags(args) => cmd_client::tags(args, &mut out),
@@ -123,6 +140,9 @@ fn main() -> ExitCode {
         Command::IdSpace(args) => cmd_id_space::run(args, now_ms, &mut out),
         Command::Sql(args) => cmd_sql::run(args, now_ms, &mut out),
         Command::PermutationKey(args) => cmd_permutation_key::run(args, &mut out),
+        Command::Health(args) => cmd_health::run(args, &mut out),
+        Command::Completions(args) => cmd_docs::completions(args, command.clone(), &mut out),
+        Command::Man(args) => cmd_docs::man(args, command.clone(), &mut out),
     }
     .and_then(|()| {
         out.flush()

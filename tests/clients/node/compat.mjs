@@ -72,7 +72,7 @@ async function nodeRedis(library, major, resp) {
   const url = `redis://${HOST}:${PORT}`;
   const client = createClient({ url, password: TOKEN, RESP: resp, name: `compat-${p}` });
   client.on('error', () => {}); // reconnects are expected during the restart
-  // Numbers as strings, per command: the type mapping the README recommends for snowflakes,
+  // Numbers as strings, per command: the type mapping docs/clients.md recommends for snowflakes,
   // which works on node-redis 5 and 6 (`withTypeMapping(...).sendCommand` fails on 5.12).
   const asStrings = { typeMapping: { [RESP_TYPES.NUMBER]: String } };
   const name = (check) => `node-redis${major}-${p}-${check}`;
@@ -152,7 +152,7 @@ async function ioredis(protocol) {
   const chosen = protocol === undefined ? {} : { protocol };
   const client = new Redis({ host: HOST, port: PORT, password: TOKEN, connectionName: 'compat-io',
     maxRetriesPerRequest: 20, ...chosen });
-  // The option the README recommends for snowflakes: integers arrive as strings.
+  // The option docs/clients.md recommends for snowflakes: integers arrive as strings.
   const strings = new Redis({ host: HOST, port: PORT, password: TOKEN, stringNumbers: true,
     ...chosen });
   client.on('error', () => {});

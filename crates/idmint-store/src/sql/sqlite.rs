@@ -175,7 +175,9 @@ pub(crate) async fn open(
 fn damaged(display: &str, problems: &[String]) -> Error {
     Error::store_corrupt(format!(
         "{display} is damaged, so idmint will not use it (SQLite: {}). Restore the file from \
-         a backup (stop every node using it first). Do not delete it or start on an empty \
+         a backup (stop every node using it first), and before serving raise each tag's \
+         max_id in the `<namespace>_segments` table above the largest ID your data holds: a \
+         backup predates the IDs issued since. Do not delete it or start on an empty \
          file: it holds each tag's max_id and each worker's high-water mark, and without them \
          IDs already issued would be issued again",
         problems

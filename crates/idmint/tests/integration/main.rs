@@ -1,4 +1,4 @@
-//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, the Grafana dashboard's metrics, the deployment files (OCI image, systemd unit, Kubernetes manifests), the operator's page in a real browser, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, permuted IDs, the in-database function on real PostgreSQL servers, start-up checks, store sets. The failure suite is `tests/reliability`.
+//! Tests of the `idmint` binary as users run it: the CLI, `idmint serve` end to end, real Redis client libraries, the client libraries failing over between nodes, the Grafana dashboard's metrics, the deployment files (OCI image, systemd unit, Kubernetes manifests), the operator's page in a real browser, hostile input, the security suite (tokens, connection and tag limits, TLS), the ID space, permuted IDs, the in-database function on real PostgreSQL servers, start-up checks, store sets, the docs' runnable blocks and links. The failure suite is `tests/reliability`.
 //!
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -13,11 +13,13 @@ mod damaged_store;
 mod dashboard;
 mod dated_ids;
 mod deploy;
+mod docs;
 mod flood_memory;
 mod hostile_input;
 mod id_space;
 mod in_database;
 mod layout_end;
+mod operating;
 #[path = "../support/own_redis.rs"]
 mod own_redis;
 mod permuted_ids;

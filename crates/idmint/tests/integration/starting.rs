@@ -539,6 +539,16 @@ fn every_setting_given_a_bad_value_is_one_error_line_naming_it() {
             vec!["--admin-tag-reserve", "10000"],
             "leaves no tag of --max-tags (10000)",
         ),
+        (
+            "log-format",
+            vec!["--log-format", "xml"],
+            "invalid value 'xml'",
+        ),
+        (
+            "log-filter",
+            vec!["--log-filter", "info,idmint=loud"],
+            "`idmint=loud` is not a log directive",
+        ),
     ];
     let refused_with = |args: &[&str], env: &[(&str, &str)], setting: &str, says: &str| {
         let mut all = args.to_vec();
@@ -558,6 +568,14 @@ fn every_setting_given_a_bad_value_is_one_error_line_naming_it() {
             "{args:?} {env:?}: `{prefix}...{says}` expected:\n{log}"
         );
         assert!(!folder.exists(), "{args:?}: the store's folder was created");
+        // `serve --check` refuses it with the same line, having created nothing either.
+        let checked =
+            Node::spawn_with_env(&[&["--check"], &all[..]].concat(), env, None).refused(2);
+        assert_eq!(checked.trim(), lines[0], "{args:?} {env:?} with --check");
+        assert!(
+            !folder.exists(),
+            "{args:?}: --check created the store's folder"
+        );
         lines[0].to_owned()
     };
     for (setting, args, says) in &cases {
@@ -595,6 +613,14 @@ fn every_setting_given_a_bad_value_is_one_error_line_naming_it() {
         "ran out",
     );
     assert!(line.ends_with("(set by IDMINT_LAYOUT)"), "{line}");
+    // RUST_LOG is --log-filter's variable when IDMINT_LOG_FILTER is not set.
+    let line = refused_with(
+        &[],
+        &[("RUST_LOG", "x=[")],
+        "log-filter",
+        "is not a log directive",
+    );
+    assert!(line.ends_with("(set by RUST_LOG)"), "{line}");
     // A value from the file names the file; a flag given over it wins.
     let file = files.join("ids.toml");
     std::fs::write(&file, "default_step = 0\nmax_count = 5\n").unwrap();
