@@ -57,8 +57,9 @@ impl Drop for Storage {
 }
 
 /// `scripts/image` builds an image whose root, mounted, runs idmint: its version, its settings
-/// check, and a node that serves IDs as the image's user from the image's volume; the image
-/// declares the user, entry point, command, volume, ports, health check and labels.
+/// check, a node that serves IDs as the image's user from the image's volume, and the health
+/// check against it; the image declares the user, entry point, command, volume, ports, health
+/// check and labels.
 #[test]
 fn image_root_runs_idmint() {
     let storage = Storage::new("image");
@@ -113,8 +114,18 @@ fn image_root_runs_idmint() {
     // Only what the image holds: every library the binary links came along.
     let version = run_ok(chroot(&root, USER, &env).arg("--version"));
     assert_eq!(version, format!("idmint {}", env!("CARGO_PKG_VERSION")));
-    let help = run_ok(chroot(&root, USER, &env).args(["serve", "--help"]));
-    assert!(help.contains("--store"), "{help}");
+    // The image's settings resolve and check; nothing is opened, so /data stays empty.
+    let check = run_ok(chroot(&root, USER, &env).args(["serve", "--check"]));
+    for line in [
+        "data_dir = \"/data\"",
+        "http = \"0.0.0.0:8080\"",
+        "resp = \"0.0.0.0:6380\"",
+    ] {
+        assert!(check.lines().any(|l| l == line), "no `{line}` in:\n{check}");
+    }
+    assert_eq!(std::fs::read_dir(root.join("data")).unwrap().count(), 0);
+    let bad = run(chroot(&root, USER, &env).args(["serve", "--check", "--max-count", "0"]));
+    assert_eq!(bad.status.code(), Some(2), "a bad setting passed the check");
 
     // A node as the container runs it: the image's variables and user, its store in /data
     // (loopback ports of the test's choice instead of 0.0.0.0).
@@ -128,7 +139,31 @@ fn image_root_runs_idmint() {
     assert_eq!(status, 200, "{body}");
     let (status, _, body) = http(addr, "GET", "/v1/snowflake", None);
     assert_eq!(status, 200, "{body}");
+    // The image's health check, run from the image's root, passes while the node serves and
+    // fails once it stopped.
+    let health = config["Healthcheck"]["Test"].as_array().unwrap().clone();
+    let health: Vec<&str> = health[2..].iter().map(|a| a.as_str().unwrap()).collect();
+    let server_url = ["--server", server.http.as_str()];
+    for ready in [&[][..], &["--ready"]] {
+        let answer = run(chroot(&root, USER, &env)
+            .args(&health)
+            .args(server_url)
+            .args(ready));
+        assert!(
+            answer.status.success(),
+            "idmint health {ready:?}: {answer:?}"
+        );
+    }
+    let url = server.http.clone();
     server.stop();
+    let answer = run(chroot(&root, USER, &env)
+        .args(&health)
+        .args(["--server", &url]));
+    assert_eq!(
+        answer.status.code(),
+        Some(1),
+        "healthy after the stop: {answer:?}"
+    );
     let store = std::fs::metadata(root.join("data/idmint.db")).unwrap();
     assert_eq!(store.uid(), 10001, "the store is not the image user's");
 

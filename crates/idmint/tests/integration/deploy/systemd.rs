@@ -240,6 +240,18 @@ fn idmint_runs_with_the_units_settings_and_privileges() {
         env.push((name.to_owned(), value));
     }
 
+    // The settings check passes on them and shows no secret.
+    let check = run(Command::new(env!("CARGO_BIN_EXE_idmint"))
+        .args(["serve", "--check"])
+        .env_clear()
+        .envs(env.iter().map(|(n, v)| (n, v))));
+    let shown = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "serve --check: {check:?}");
+    assert!(
+        !shown.contains(ADMIN) && !shown.contains(METRICS),
+        "{shown}"
+    );
+
     // The unit's privileges: its own user, no capabilities, no new privileges.
     let trace = trace_dir.join("trace");
     let mut command = Command::new("/usr/bin/setpriv");
