@@ -7,7 +7,7 @@
 # not be fetched from the machines this project is built on, so check them with
 # `docker buildx imagetools inspect IMAGE:TAG` when you update a tag).
 
-# The release build. Rust 1.95 (the workspace needs 1.85 or later).
+# The release build. Rust 1.95 (the workspace needs 1.94 or later: sqlx 0.9 does).
 FROM rust:1.95.0-bookworm@sha256:6258907abe69656e41cd992e0b705cdcfabcbbe3db374f92ed2d47121282d4a1 AS build
 WORKDIR /src
 COPY . .
