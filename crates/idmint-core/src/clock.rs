@@ -313,7 +313,7 @@ impl Clock for ManualClock {
 /// Whole milliseconds in `duration`, rounded up (a wait or a lease is never cut short),
 /// saturating.
 pub fn duration_ms(duration: Duration) -> u64 {
-    let ms = duration.as_millis() + u128::from(duration.subsec_nanos() % 1_000_000 != 0);
+    let ms = duration.as_millis() + u128::from(!duration.subsec_nanos().is_multiple_of(1_000_000));
     u64::try_from(ms).unwrap_or(u64::MAX)
 }
 

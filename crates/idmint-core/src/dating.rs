@@ -342,7 +342,7 @@ impl Dating {
     /// Whether a range ending (exclusive) at `end` ends with its period: nothing of that
     /// period comes after it.
     pub fn ends_period(&self, end: u64) -> bool {
-        end % self.scale == 0
+        end.is_multiple_of(self.scale)
     }
 
     /// The largest range a node takes of a dated tag whose step is `step`: at most a

@@ -271,7 +271,7 @@ async fn hammer(buffer: Arc<SegmentBuffer>, tasks: usize, per_task: usize) -> Ve
                         }
                         _ => ids.push(buffer.next().await.unwrap()),
                     }
-                    if round % 64 == 0 {
+                    if round.is_multiple_of(64) {
                         tokio::task::yield_now().await;
                     }
                 }
@@ -407,7 +407,7 @@ fn threads_racing_over_tiny_segments_never_share_an_id() {
                 let mut round = 0_u64;
                 while ids.len() < 5_000 {
                     round += 1;
-                    if thread % 4 == 0 && round % 5 == 0 {
+                    if thread % 4 == 0 && round.is_multiple_of(5) {
                         ids.extend(handle.block_on(buffer.take_contiguous(2)).unwrap());
                     } else if let Some(id) = buffer.try_next() {
                         ids.push(id);

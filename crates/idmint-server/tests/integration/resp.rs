@@ -413,7 +413,7 @@ async fn connection_and_server_commands() {
     let none: Vec<String> = ok(&mut con, &["CONFIG", "GET", "no-such-param"]).await;
     assert!(none.is_empty());
     let globbed: Vec<String> = ok(&mut con, &["CONFIG", "GET", "*"]).await;
-    assert!(globbed.len() >= 4 && globbed.len() % 2 == 0);
+    assert!(globbed.len() >= 4 && globbed.len().is_multiple_of(2));
 
     // What clients probe at connect.
     let replication: String = ok(&mut con, &["INFO", "replication"]).await;

@@ -171,13 +171,13 @@ fn the_function_and_nodes_mint_in_one_namespace_without_a_duplicate() {
                 let mut round = 0u64;
                 while Instant::now() < deadline {
                     round += 1;
-                    if index == 0 && round % 7 == 0 {
+                    if index == 0 && round.is_multiple_of(7) {
                         sqlx::raw_sql("SELECT pg_advisory_unlock_all()")
                             .execute(&mut db)
                             .await
                             .unwrap();
                     }
-                    if index == 1 && round % 5 == 0 {
+                    if index == 1 && round.is_multiple_of(5) {
                         sqlx::raw_sql("DISCARD ALL").execute(&mut db).await.unwrap();
                     }
                     let mut tx = db.begin().await.unwrap();
@@ -188,7 +188,7 @@ fn the_function_and_nodes_mint_in_one_namespace_without_a_duplicate() {
                         .await
                         .unwrap();
                     let ids = ids.into_iter().map(|id| id as u64);
-                    if round % 4 == 0 {
+                    if round.is_multiple_of(4) {
                         tx.rollback().await.unwrap();
                         rolled_back.lock().unwrap().extend(ids);
                     } else {

@@ -80,14 +80,14 @@ fn rust_client(name: String, nodes: Vec<String>, start: Instant) -> Vec<Drawn> {
                         Ok(id) => drawn.segment.push(id),
                         Err(_) => drawn.failures.push(start.elapsed().as_secs_f64()),
                     }
-                    if i % 1_000 == 0 {
+                    if i.is_multiple_of(1_000) {
                         match client.snowflake() {
                             Ok(id) => drawn.snowflakes.push(id),
                             Err(_) => drawn.failures.push(start.elapsed().as_secs_f64()),
                         }
                     }
                     i += 1;
-                    if i % 100 == 0 {
+                    if i.is_multiple_of(100) {
                         std::thread::sleep(Duration::from_millis(1));
                     }
                 }
