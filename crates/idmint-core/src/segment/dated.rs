@@ -14,9 +14,10 @@
 //!   against the period this node believes the store's clock is in (its own clock plus the
 //!   offset measured at the last allocation). An ID of an earlier period (the buffer still held
 //!   IDs of yesterday at midnight) is dropped, and the buffer is replaced by a fresh one whose
-//!   first range is judged by the store's clock again; the ranges the old one held are left
-//!   unused (a gap in a period that is over). The check on the hot path is a clock load and
-//!   two comparisons.
+//!   first range is judged by the store's clock again. The old one is shut down first: a range
+//!   of the new period it fetched goes back to the store, so the new period starts at 1; what
+//!   it held of the period that is over is left unused (a gap in a period that is over). The
+//!   check on the hot path is a clock load and two comparisons.
 
 use std::future::Future;
 use std::ops::Range;
@@ -159,6 +160,9 @@ pub struct DatedBuffer {
     config: SegmentConfig,
     runtime: Handle,
     time: Arc<StoreTime>,
+    /// Held while a stale buffer is shut down and replaced: one replacement at a time, and
+    /// calls that met the stale buffer closed wait on it for the fresh one.
+    replacing: tokio::sync::Mutex<()>,
 }
 
 impl DatedBuffer {
@@ -201,6 +205,7 @@ impl DatedBuffer {
             config,
             runtime,
             time,
+            replacing: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -310,10 +315,16 @@ impl DatedBuffer {
                     if period_over && fresh < FRESH_BUFFERS {
                         // That period is over: a fresh buffer for the one the store is in.
                         fresh += 1;
-                        self.replace(&buffer);
+                        self.replace(&buffer).await;
                         continue;
                     }
                     return Err(self.period_end(held));
+                }
+                // Shut down by a replacement under way: the fresh buffer serves the call.
+                Err(_) if buffer.is_shut_down() && fresh < FRESH_BUFFERS => {
+                    fresh += 1;
+                    drop(self.replacing.lock().await);
+                    continue;
                 }
                 Err(error) => return Err(error),
             };
@@ -321,7 +332,7 @@ impl DatedBuffer {
             match first(&taken) {
                 Some(id) if id < floor && fresh < FRESH_BUFFERS => {
                     fresh += 1;
-                    self.replace(&buffer);
+                    self.replace(&buffer).await;
                 }
                 _ => return Ok(taken),
             }
@@ -392,7 +403,21 @@ impl DatedBuffer {
 
     /// Replaces `stale` (if it is still current) with a fresh buffer, whose first range the
     /// store judges by its clock.
-    fn replace(&self, stale: &Arc<SegmentBuffer>) {
+    ///
+    /// The stale buffer is shut down first, its fetch in flight waited for: a fetch that read
+    /// the store's clock after the boundary brought it a range of the new period, which goes
+    /// back to the store (it is the tag's last allocation) before the fresh buffer takes its
+    /// first, so the new period's first counters are not skipped. What the stale buffer held
+    /// of the period that is over is a gap, as any unused range is; none of it is handed out.
+    async fn replace(&self, stale: &Arc<SegmentBuffer>) {
+        let _one = self.replacing.lock().await;
+        if !Arc::ptr_eq(&self.current.load(), stale) {
+            // Another call replaced it meanwhile: its fresh buffer stays.
+            return;
+        }
+        // A failed give-back leaves a gap, never a duplicate: the store takes a range back
+        // only while nothing was allocated after it.
+        let _ = stale.shutdown().await;
         let fresh = Self::buffer_over(
             &self.tag,
             &self.source,
@@ -401,10 +426,7 @@ impl DatedBuffer {
             &self.runtime,
         );
         fresh.set_min_step(stale.min_step());
-        // Another call may have replaced it already: then its fresh buffer stays. The stale
-        // one is dropped with its ranges (a gap in a period that is over); a fetch it had in
-        // flight gives its range back when it ends.
-        self.current.compare_and_swap(stale, fresh);
+        self.current.store(fresh);
     }
 }
 
@@ -482,6 +504,37 @@ mod tests {
         assert_eq!(take(&buffer).await, daily(6).compose(20261124, 2));
         let text = daily(6).text(daily(6).compose(20261124, 2));
         assert_eq!(text, "20261124-000002");
+    }
+
+    /// However far into its last range of the day a buffer is when midnight comes (so whether
+    /// or not it fetched its next range, of the new day, before it was replaced), the new day
+    /// starts at 1: the range it fetched goes back to the store before the fresh buffer takes
+    /// one. (A CI run on a loaded machine saw a new day start at 21, its step plus one.)
+    #[tokio::test(start_paused = true)]
+    async fn the_new_day_starts_at_one_whatever_the_buffer_held_at_midnight() {
+        for taken in 1..=10u64 {
+            let clock = ManualClock::shared(LAST_SECOND);
+            let (store, tag) = store(&clock, daily(6)).await;
+            let buffer = node(&store, &tag, &clock);
+            let today = take_many(&buffer, taken as usize).await;
+            assert_eq!(today.last(), Some(&daily(6).compose(20261123, taken)));
+            // Midnight comes before a fetch the takes started could run: it reads the store's
+            // clock after midnight, and brings the buffer a range of the new day.
+            clock.advance(Duration::from_secs(1));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            let mut ids = Vec::new();
+            for _ in 0..3 {
+                ids.push(buffer.next().await.unwrap());
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            assert_eq!(
+                ids,
+                (1..=3)
+                    .map(|c| daily(6).compose(20261124, c))
+                    .collect::<Vec<_>>(),
+                "{taken} taken before midnight"
+            );
+        }
     }
 
     #[tokio::test(start_paused = true)]
