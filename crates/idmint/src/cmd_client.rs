@@ -294,7 +294,13 @@ fn call(
 
 /// The server URL without a trailing slash, checked to be http(s).
 fn base_url(server: &ServerOpts) -> Result<String> {
-    let url = server.server.trim_end_matches('/');
+    server_url(&server.server)
+}
+
+/// `--server`'s URL without a trailing slash, checked to be http(s): a mistake is a usage
+/// error naming the flag.
+pub fn server_url(server: &str) -> Result<String> {
+    let url = server.trim_end_matches('/');
     if !(url.starts_with("http://") || url.starts_with("https://")) {
         return Err(InputError::new(
             "--server",

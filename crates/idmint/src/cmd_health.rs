@@ -35,14 +35,7 @@ pub struct HealthArgs {
 /// Prints the server's answer and returns, or fails (exit 1) when it does not answer 200 in
 /// time.
 pub fn run(args: &HealthArgs, out: &mut impl Write) -> Result<()> {
-    let base = args.server.trim_end_matches('/');
-    if !(base.starts_with("http://") || base.starts_with("https://")) {
-        return Err(InputError::new(
-            "--server",
-            format!("`{base}` must start with http:// or https://"),
-        )
-        .into());
-    }
+    let base = crate::cmd_client::server_url(&args.server)?;
     if args.timeout.is_zero() {
         return Err(InputError::new("--timeout", "must be above 0").into());
     }
