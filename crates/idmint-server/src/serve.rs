@@ -48,9 +48,10 @@ pub async fn run(
         tls,
         permutation,
     } = check(&config, clock.now_ms())?;
+    for caution in cautions(&config, &tokens) {
+        tracing::warn!(setting = caution.setting, "{}", caution.text);
+    }
     let auth = Arc::new(Auth::new(tokens));
-    warn_if_open(&config, &auth);
-    warn_if_backlog_capped(config.listen_backlog);
     let http_listener = bind("http", "HTTP", config.http, config.listen_backlog)?;
     let resp_listener = bind("resp", "Redis protocol", config.resp, config.listen_backlog)?;
     let store_options = StoreOptions {
@@ -346,21 +347,43 @@ async fn reload_on_sighup(
     }
 }
 
-/// Warns when a listener takes connections from other machines and no token is configured:
-/// anyone who can reach the port may then take IDs, create tags and read the metrics.
-fn warn_if_open(config: &ServeConfig, auth: &Auth) {
-    if auth.required() {
-        return;
+/// A setting that works but deserves a look: logged as a warning at start, and printed by
+/// `idmint serve --check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caution {
+    /// The setting it is about, without dashes (`http`).
+    pub setting: &'static str,
+    /// What is the matter and what to do.
+    pub text: String,
+}
+
+/// What the settings leave open or cannot have: a listener reachable from other machines with
+/// no token configured (anyone who reaches the port may take IDs, create tags and read the
+/// metrics), and a listen backlog the kernel caps.
+pub fn cautions(config: &ServeConfig, tokens: &Tokens) -> Vec<Caution> {
+    let mut cautions = Vec::new();
+    if tokens.is_empty() {
+        for (setting, address) in beyond_this_machine(config) {
+            cautions.push(Caution {
+                setting,
+                text: format!(
+                    "--{setting} {address} listens beyond this machine and no token is \
+                     configured: anyone who can reach it may take IDs, create tags and read the \
+                     metrics; set --tokens-file or --admin-token-file (SECURITY.md)"
+                ),
+            });
+        }
     }
-    for (setting, address) in beyond_this_machine(config) {
-        tracing::warn!(
-            listener = setting,
-            %address,
-            "--{setting} listens beyond this machine and no token is configured: anyone \
-             who can reach it may take IDs, create tags and read the metrics; set \
-             --tokens-file or --admin-token-file (SECURITY.md)"
-        );
+    if let Some(cap) = somaxconn().filter(|cap| config.listen_backlog > *cap) {
+        cautions.push(Caution {
+            setting: "listen-backlog",
+            text: format!(
+                "--listen-backlog {} is above the kernel's net.core.somaxconn, {cap}, which caps it",
+                config.listen_backlog
+            ),
+        });
     }
+    cautions
 }
 
 /// The listeners (setting name, address) reachable from other machines: any address but a
@@ -447,20 +470,13 @@ fn bind(
         })
 }
 
-/// Warns when the kernel will cut `--listen-backlog` down (Linux: `net.core.somaxconn`).
-fn warn_if_backlog_capped(backlog: u32) {
-    let Ok(text) = std::fs::read_to_string("/proc/sys/net/core/somaxconn") else {
-        return;
-    };
-    if let Ok(cap) = text.trim().parse::<u32>() {
-        if backlog > cap {
-            tracing::warn!(
-                backlog,
-                somaxconn = cap,
-                "--listen-backlog is above the kernel's net.core.somaxconn, which caps it"
-            );
-        }
-    }
+/// The kernel's cap on listen backlogs, when it can be read.
+fn somaxconn() -> Option<u32> {
+    std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// What an operator needs to see at start: where it listens, what it mints, until when.

@@ -18,8 +18,9 @@ pub struct ServeArgs {
     pub config: Option<PathBuf>,
 
     /// Resolve and check every setting (flags, variables, the file), print them as TOML with
-    /// secrets hidden, and exit: 0 when they are all good, 2 naming the first bad one. Reads
-    /// the files the settings name; opens no store and binds no port.
+    /// secrets hidden, and exit: 0 when they are all good (with a `warning:` line on stderr for
+    /// what start-up would warn of), 2 naming the first bad one. Reads the files the settings
+    /// name; opens no store and binds no port.
     #[arg(long)]
     pub check: bool,
 
@@ -86,7 +87,12 @@ pub fn run(
     let config = ServeConfig::resolve(command_line, file, &host_name())
         .map_err(|error| sources.name(error))?;
     if args.check {
-        idmint_server::serve::check(&config, now_ms).map_err(|error| sources.name(error))?;
+        let checked =
+            idmint_server::serve::check(&config, now_ms).map_err(|error| sources.name(error))?;
+        // What start-up would log as warnings: on stderr, the settings still good (exit 0).
+        for caution in idmint_server::serve::cautions(&config, &checked.tokens) {
+            eprintln!("warning: {}", caution.text);
+        }
         let shown = toml::to_string(&config.shown()).context("showing the settings")?;
         writeln!(
             out,

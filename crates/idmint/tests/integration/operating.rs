@@ -118,6 +118,24 @@ fn serve_check_prints_every_setting_resolved_with_secrets_hidden_and_opens_nothi
     );
     drop(held);
 
+    // What start-up would warn of is a warning on stderr, the settings still good: a listener
+    // beyond this machine with no token; none once a token is set.
+    let open = idmint(&["serve", "--check", "--http", "0.0.0.0:0"], &[], &cwd);
+    assert!(open.status.success(), "{}", text(&open.stderr));
+    let warning = text(&open.stderr);
+    assert!(
+        warning.starts_with("warning: --http 0.0.0.0:0 listens beyond this machine")
+            && warning.lines().count() == 1,
+        "{warning}"
+    );
+    let closed = idmint(
+        &["serve", "--check", "--http", "0.0.0.0:0"],
+        &[("IDMINT_ADMIN_TOKEN", "t0ken")],
+        &cwd,
+    );
+    assert!(closed.status.success());
+    assert_eq!(text(&closed.stderr), "");
+
     // The embedded default: nothing is created where the store would be.
     let out = idmint(&["serve", "--check"], &[], &cwd);
     assert!(out.status.success(), "{}", text(&out.stderr));
