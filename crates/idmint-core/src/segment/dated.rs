@@ -14,10 +14,10 @@
 //!   against the period this node believes the store's clock is in (its own clock plus the
 //!   offset measured at the last allocation). An ID of an earlier period (the buffer still held
 //!   IDs of yesterday at midnight) is dropped, and the buffer is replaced by a fresh one whose
-//!   first range is judged by the store's clock again. The old one is shut down first: a range
-//!   of the new period it fetched goes back to the store, so the new period starts at 1; what
-//!   it held of the period that is over is left unused (a gap in a period that is over). The
-//!   check on the hot path is a clock load and two comparisons.
+//!   first range is judged by the store's clock again. The old one is retired first: a range
+//!   of the new period it fetched is the fresh buffer's first, so the new period starts at 1;
+//!   what it held of the period that is over is left unused (a gap in a period that is over).
+//!   The check on the hot path is a clock load and two comparisons.
 
 use std::future::Future;
 use std::ops::Range;
@@ -92,11 +92,22 @@ pub struct DatedRanges {
     clock: Arc<dyn Clock>,
     dating: Dating,
     time: Arc<StoreTime>,
+    /// A range of the current period that a replaced buffer fetched and never used: the next
+    /// allocation returns it instead of taking one from the store.
+    carried: std::sync::Mutex<Option<Range<u64>>>,
 }
 
 #[async_trait]
 impl RangeSource for DatedRanges {
     async fn allocate(&self, tag: &Tag, step: u64) -> Result<Range<u64>> {
+        if let Some(range) = self
+            .carried
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            return Ok(range);
+        }
         for _ in 0..ALLOCATE_ROUNDS {
             let store_ms = self.measure().await?;
             let info = self
@@ -194,6 +205,7 @@ impl DatedBuffer {
             clock: Arc::clone(&clock),
             dating,
             time: Arc::clone(&time),
+            carried: std::sync::Mutex::new(None),
         });
         let first = Self::buffer_over(&tag, &source, &clock, &config, &runtime);
         Arc::new(Self {
@@ -404,20 +416,34 @@ impl DatedBuffer {
     /// Replaces `stale` (if it is still current) with a fresh buffer, whose first range the
     /// store judges by its clock.
     ///
-    /// The stale buffer is shut down first, its fetch in flight waited for: a fetch that read
-    /// the store's clock after the boundary brought it a range of the new period, which goes
-    /// back to the store (it is the tag's last allocation) before the fresh buffer takes its
-    /// first, so the new period's first counters are not skipped. What the stale buffer held
-    /// of the period that is over is a gap, as any unused range is; none of it is handed out.
+    /// The stale buffer is retired first, its fetch in flight waited for: a fetch that read
+    /// the store's clock after the boundary brought it a range of the new period (its first
+    /// counters, often), which the fresh buffer hands out first, so they are not skipped even
+    /// when another node took the range after it meanwhile. A next range of the period that is
+    /// over goes back to the store when it is still the tag's last allocation; what the stale
+    /// buffer held of that period is otherwise a gap, as any unused range is, and none of it is
+    /// handed out.
     async fn replace(&self, stale: &Arc<SegmentBuffer>) {
         let _one = self.replacing.lock().await;
         if !Arc::ptr_eq(&self.current.load(), stale) {
             // Another call replaced it meanwhile: its fresh buffer stays.
             return;
         }
-        // A failed give-back leaves a gap, never a duplicate: the store takes a range back
-        // only while nothing was allocated after it.
-        let _ = stale.shutdown().await;
+        let carried = match (stale.retire().await, self.floor()) {
+            (Some(next), Ok(floor)) if next.start >= floor => Some(next),
+            (Some(next), _) => {
+                // A failed give-back leaves a gap, never a duplicate: the store takes a range
+                // back only while nothing was allocated after it.
+                let _ = self.source.give_back(&self.tag, next).await;
+                None
+            }
+            (None, _) => None,
+        };
+        *self
+            .source
+            .carried
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = carried;
         let fresh = Self::buffer_over(
             &self.tag,
             &self.source,
@@ -508,8 +534,9 @@ mod tests {
 
     /// However far into its last range of the day a buffer is when midnight comes (so whether
     /// or not it fetched its next range, of the new day, before it was replaced), the new day
-    /// starts at 1: the range it fetched goes back to the store before the fresh buffer takes
-    /// one. (A CI run on a loaded machine saw a new day start at 21, its step plus one.)
+    /// starts at 1, even when another node takes the range after it meanwhile: the range it
+    /// fetched is the fresh buffer's first. (CI runs on a loaded machine saw a new day start
+    /// at 21, the step plus one.)
     #[tokio::test(start_paused = true)]
     async fn the_new_day_starts_at_one_whatever_the_buffer_held_at_midnight() {
         for taken in 1..=10u64 {
@@ -522,18 +549,24 @@ mod tests {
             // clock after midnight, and brings the buffer a range of the new day.
             clock.advance(Duration::from_secs(1));
             tokio::time::sleep(Duration::from_millis(10)).await;
+            // Another node takes the new day's next range meanwhile.
+            let other = node(&store, &tag, &clock);
+            let other_first = take(&other).await;
             let mut ids = Vec::new();
             for _ in 0..3 {
                 ids.push(buffer.next().await.unwrap());
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
+            let mut new_day = [ids.clone(), vec![other_first]].concat();
+            new_day.sort_unstable();
             assert_eq!(
-                ids,
-                (1..=3)
-                    .map(|c| daily(6).compose(20261124, c))
-                    .collect::<Vec<_>>(),
-                "{taken} taken before midnight"
+                new_day.first(),
+                Some(&daily(6).compose(20261124, 1)),
+                "{taken} taken before midnight: {ids:?}, the other node {other_first}"
             );
+            for pair in ids.windows(2) {
+                assert!(pair[0] < pair[1], "{ids:?}");
+            }
         }
     }
 

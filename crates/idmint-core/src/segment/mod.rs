@@ -407,6 +407,16 @@ impl SegmentBuffer {
         self.shut_down().await
     }
 
+    /// Stops handing out IDs and prefetching, as [`shutdown`](Self::shutdown), but gives
+    /// nothing back: returns the next range if one was loaded and unused (a fetch in flight is
+    /// waited for, up to `max_wait`), for the caller to hand out or give back; the current
+    /// segment's tail is left unused. For a dated tag's buffer replaced at a period's end: the
+    /// next range it fetched may be the new period's first, which the fresh buffer hands out.
+    /// `None` also when it was shut down or retired already.
+    pub async fn retire(&self) -> Option<Range<u64>> {
+        self.retire_keeping_next().await
+    }
+
     /// The slot of generation `gen`.
     #[inline]
     fn slot(&self, gen: u32) -> &Slot {

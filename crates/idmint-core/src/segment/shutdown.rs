@@ -39,10 +39,29 @@ pub(crate) fn give_back_plan(
 impl SegmentBuffer {
     /// See [`SegmentBuffer::shutdown`](super::SegmentBuffer::shutdown).
     pub(super) async fn shut_down(&self) -> Result<bool> {
+        match self.close().await {
+            Some((tail, next)) => match give_back_plan(tail, next) {
+                Some(range) => self.store.give_back(&self.tag, range).await,
+                None => Ok(false),
+            },
+            None => Ok(false),
+        }
+    }
+
+    /// See [`SegmentBuffer::retire`](super::SegmentBuffer::retire).
+    pub(super) async fn retire_keeping_next(&self) -> Option<Range<u64>> {
+        self.close().await.and_then(|(_, next)| next)
+    }
+
+    /// Stops every claim, waits (up to `max_wait`) for a fetch inside its store call, and
+    /// returns the current segment's unused tail and the unused next range, which are now this
+    /// caller's to give back or to use; `None` when it was closed already. A fetch that returns
+    /// later gives its range back itself.
+    async fn close(&self) -> Option<(Option<Range<u64>>, Option<Range<u64>>)> {
         let (tail, mut events, fetching) = {
             let mut control = self.control();
             if control.closed {
-                return Ok(false);
+                return None;
             }
             control.closed = true;
             // From here on every claim fails: `fetch_add`s land past the end, and the
@@ -68,16 +87,10 @@ impl SegmentBuffer {
                 }
             }
         }
-        let unused = {
-            let mut control = self.control();
-            control.given_back = true;
-            let next = control.next.take().map(|next| next.allocated);
-            give_back_plan(tail, next)
-        };
-        match unused {
-            Some(range) => self.store.give_back(&self.tag, range).await,
-            None => Ok(false),
-        }
+        let mut control = self.control();
+        control.given_back = true;
+        let next = control.next.take().map(|next| next.allocated);
+        Some((tail, next))
     }
 }
 
