@@ -330,7 +330,12 @@ impl FaketimeServer {
 
     /// Sets the server's clock `offset` from the real one (`+0`, `-3s`); it reads it within 1 s.
     pub(crate) fn clock(&self, offset: &str) {
-        std::fs::write(&self.offset, format!("{offset}\n")).unwrap();
+        // Written beside and renamed over it: libfaketime reads the file in every process of
+        // the server, and one that read it between a truncation and the write would run on the
+        // real clock (an empty file is no offset) for up to a second.
+        let next = format!("{}.next", self.offset);
+        std::fs::write(&next, format!("{offset}\n")).unwrap();
+        std::fs::rename(&next, &self.offset).unwrap();
         std::thread::sleep(Duration::from_millis(1_500));
     }
 
