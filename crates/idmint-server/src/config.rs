@@ -413,8 +413,11 @@ impl PartialConfig {
                             .bytes()
                             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
                 });
+            // Setting names and the values a setting may take (`text`, `json`, `switch`...)
+            // are the format's words, not secrets: an error keeps them.
+            let words = Self::format_words();
             let message = without_quoted_values(e.message(), |quoted| {
-                Self::setting_names().any(|name| name == quoted)
+                words.iter().any(|word| word == quoted)
             });
             match key {
                 // A value of a known setting: the error names that setting, and says the file.
@@ -470,6 +473,26 @@ impl PartialConfig {
             .map(|long| long.replace('-', "_"))
             .collect();
         names.into_iter()
+    }
+
+    /// The TOML keys and every value a setting of a fixed set of values may take, as clap
+    /// lists them or its value name spells them out (`text|json`, `wait|switch|fail`, `true`).
+    fn format_words() -> Vec<String> {
+        let command = <Self as clap::Args>::augment_args(clap::Command::new("serve"));
+        let mut words: Vec<String> = Self::setting_names().collect();
+        for arg in command.get_arguments() {
+            words.extend(
+                arg.get_possible_values()
+                    .iter()
+                    .map(|value| value.get_name().to_owned()),
+            );
+            for name in arg.get_value_names().into_iter().flatten() {
+                if name.contains('|') {
+                    words.extend(name.split('|').map(str::to_owned));
+                }
+            }
+        }
+        words
     }
 
     /// Each setting's default as shown to people, by TOML key.
@@ -1644,6 +1667,21 @@ mod tests {
             assert!(reason.contains("line 3"), "{reason}");
             assert!(
                 !reason.contains("s3cret") && !reason.contains(":pw@"),
+                "{reason}"
+            );
+        }
+        // The values a setting may take are the format's words: named, so the fix is plain.
+        for (broken, named) in [
+            ("clock_policy = \"s3cret\"", "`wait`, `switch`, `fail`"),
+            ("log_format = \"s3cret\"", "`text` or `json`"),
+        ] {
+            let Err(ServerError::Config { reason, .. }) =
+                PartialConfig::from_toml(broken, Path::new("ids.toml"))
+            else {
+                panic!("{broken:?} was accepted");
+            };
+            assert!(
+                reason.contains(named) && !reason.contains("s3cret"),
                 "{reason}"
             );
         }
