@@ -121,6 +121,8 @@ pub struct PartialConfig {
     #[arg(long, value_name = "FILE", env = "IDMINT_ADMIN_TOKEN_FILE")]
     pub admin_token_file: Option<PathBuf>,
 
+    // clap's help text, not markdown: `[[token]]` is the TOML table, not a link.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// TOML file of scoped tokens ([[token]] with name, scope = admin|mint|metrics, optional
     /// tag patterns, and the secret or its sha256); reloaded on SIGHUP. See SECURITY.md.
     #[arg(long, value_name = "FILE", env = "IDMINT_TOKENS_FILE")]

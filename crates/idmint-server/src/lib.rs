@@ -5,6 +5,10 @@
 //! HTTP and Leaf front end ([`http`]), the Redis-protocol front end ([`resp`]), the settings
 //! ([`config`]) and the start and graceful stop of it all ([`serve`]).
 
+// This crate's docs are for contributors (it is not published; `idmint serve` is its API), read
+// with `cargo doc --document-private-items`, so they link private items freely.
+#![allow(rustdoc::private_intra_doc_links)]
+
 mod accept;
 pub mod auth;
 pub mod config;

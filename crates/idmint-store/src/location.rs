@@ -178,8 +178,9 @@ const SECRET_NAMES: [&str; 7] = ["pass", "pwd", "secret", "token", "auth", "key"
 /// Hidden, for every kind of store:
 /// - the password of `user:password@` (also Redis' `:password@`); the user name, the host,
 ///   the port and the path stay, so an operator can tell the stores apart;
-/// - the value of every query parameter whose name holds a piece of [`SECRET_NAMES`], in any
-///   case and percent-encoded or not (`?password=`, `?sslpassword=`, `?Pass%77ord=`);
+/// - the value of every query parameter whose name holds `pass`, `pwd`, `secret`, `token`,
+///   `auth`, `key` or `cred` (the private `SECRET_NAMES`), in any case and percent-encoded or
+///   not (`?password=`, `?sslpassword=`, `?Pass%77ord=`);
 /// - a fragment (`#...`): no driver reads one, and it can only hold the rest of a password
 ///   written with a bare `#`.
 ///

@@ -11,6 +11,8 @@ use idmint_store::{Backend, Location, SetOptions, Store, StoreOptions};
 use crate::error::InputError;
 
 /// Which store and namespace: the settings of `idmint serve` that name them.
+// The field docs are clap's help text, not markdown: `<data-dir>` names a value, not a tag.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Clone, Args)]
 pub struct StoreOpts {
     /// The TOML file of the node (only its store settings are read).

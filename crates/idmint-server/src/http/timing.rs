@@ -12,7 +12,7 @@
 //!   instructions a request (11 %).
 //!
 //! The same wrapper counts the authentication failures (responses marked
-//! [`AuthFailed`](super::access::AuthFailed)) under the connection's client address, which the
+//! [`AuthFailed`]) under the connection's client address, which the
 //! router does not know: each request holds one handle on its connection's [`Connection`],
 //! not shared with other connections, so the count costs a request nothing it did not pay
 //! before.

@@ -245,7 +245,7 @@ impl Ids {
     }
 
     /// The store's message when any store call of this node reported damaged data
-    /// ([`Error::StoreCorrupt`](idmint_core::Error::StoreCorrupt)): from then on until the
+    /// ([`Error::StoreCorrupt`]): from then on until the
     /// process restarts, `/readyz` fails with it.
     pub fn store_corrupt(&self) -> Option<&str> {
         self.corruption.reason()
