@@ -42,6 +42,14 @@
 //! Failover and back-off: `nodes`. Counters: [`ClientStats`] and the `metrics` facade
 //! (`stats`).
 
+// docs.rs builds with `--cfg docsrs` on nightly: items behind a cargo feature show which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's examples, compiled and run as doc tests so the text on crates.io stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod blocking;
 mod client;
 mod config;

@@ -42,6 +42,14 @@
 //! there: they are plain traits (async-trait is a macro, not a runtime), and implementing them
 //! belongs to the crates that do I/O, such as idmint-store.
 
+// docs.rs builds with `--cfg docsrs` on nightly: items behind a cargo feature show which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's examples, compiled and run as doc tests so the text on crates.io stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod backoff;
 pub mod clock;
 pub mod dating;
@@ -51,6 +59,7 @@ pub mod id_space;
 pub mod layout;
 pub mod permutation;
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub mod segment;
 pub mod snowflake;
 pub mod store;
@@ -67,11 +76,13 @@ pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};
 pub use permutation::Permutation;
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use segment::{DatedBuffer, RangeSource, SegmentBuffer, SegmentConfig};
 pub use snowflake::{
     Fence, LocalSnowflakes, SnowflakeBatch, SnowflakeBuilder, SnowflakeConfig, SnowflakeGenerator,
 };
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use store::MemoryStore;
 pub use store::{SegmentStore, WorkerLeases};
 pub use tag::Tag;

@@ -76,6 +76,14 @@
 //! With a `BytesMut` read buffer, [`RequestDecoder`] does the same without copying arguments;
 //! `examples/read_loop.rs` runs it against a simulated socket.
 
+// docs.rs builds with `--cfg docsrs` on nightly: items behind a cargo feature show which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's examples, compiled and run as doc tests so the text on crates.io stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 pub mod command;
 pub mod encode;
 pub mod error;

@@ -11,6 +11,14 @@
 //! reports failures as the typed errors of `idmint-core`: unavailable (retry), conflict,
 //! corrupt (damaged data), or invalid.
 
+// docs.rs builds with `--cfg docsrs` on nightly: items behind a cargo feature show which.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+/// The README's examples, compiled and run as doc tests so the text on crates.io stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 mod bounded;
 mod location;
 #[cfg(feature = "redis")]
@@ -30,6 +38,7 @@ pub use self::location::{redact, Backend, Location};
 pub use self::set::{open_set, SetOptions, SetStatus, StoreState, RETRY_AFTER};
 /// Snowflake IDs made inside PostgreSQL by a function a column default calls.
 #[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use self::sql::pg_function as in_database;
 
 /// How to open a store.

@@ -22,6 +22,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 #[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use self::memory::MemoryStore;
 pub use self::partition::{Partition, SetMembership, DEFAULT_BLOCK};
 use crate::dating::Dating;
