@@ -19,10 +19,19 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeDoctests;
 
+// The SQL backends' helpers: unused in a build with only Redis, or no backend at all.
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
 mod bounded;
 mod location;
 #[cfg(feature = "redis")]
 mod redis_store;
+#[cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(dead_code)
+)]
 mod schema;
 mod set;
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
