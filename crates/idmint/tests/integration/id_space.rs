@@ -3,8 +3,8 @@
 //! refuses a space that overlaps what was issued (or while a node runs) and accepts one above
 //! it; IDs from before and after a change decode with their own space. On every backend.
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use crate::common;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use std::io::Read;
 use std::process::{Command, Stdio};

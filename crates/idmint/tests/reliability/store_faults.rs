@@ -104,8 +104,8 @@ pub fn run(store_label: &str, fault_label: &str, fault: &mut dyn Fault) {
     let mut args: Vec<String> = ["--layout", LAYOUT, "--namespace", &namespace]
         .iter()
         .chain(&LeaseTiming::FAULTS.flags())
-    .map(|arg| arg.to_string())
-    .collect();
+        .map(|arg| arg.to_string())
+        .collect();
     args.extend(fault.node_args());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut node = Node::new(NodeSpec::new("faults", &fault.store(), &args));
