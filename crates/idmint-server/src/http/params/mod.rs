@@ -2,7 +2,8 @@
 //! extractors so every refusal is an [`ApiError`] (our JSON, a 400 or 413) and never axum's
 //! plain-text rejection.
 //!
-//! The query string's parameters are `query.rs`'s; this file holds the extractors of the path,
+//! The query string's parameters are `query.rs`'s, parsed there with no axum type; this file
+//! holds the extractors: of the query (over that parsing, with this node's bounds), the path,
 //! the caller's grant and the body.
 
 use std::sync::Arc;
@@ -15,15 +16,28 @@ use idmint_core::Tag;
 use serde::de::DeserializeOwned;
 
 use super::errors::{echo, ApiError};
+use super::state::AppState;
 use super::BODY_LIMIT;
 use crate::auth::Grant;
 
 mod query;
 
 pub(crate) use self::query::{
-    parse_decimal, Bounds, CountQuery, DecodeQuery, LeafDecodeQuery, Params, SizeQuery,
+    parse_decimal, Bounds, CountQuery, DecodeQuery, FromQuery, LeafDecodeQuery, SizeQuery,
     SnowflakeQuery,
 };
+
+/// Extracts `T` from the query string.
+#[derive(Debug)]
+pub(crate) struct Params<T>(pub T);
+
+impl<T: FromQuery> FromRequestParts<AppState> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        T::from_query(parts.uri.query().unwrap_or(""), &state.bounds).map(Params)
+    }
+}
 
 /// The one path parameter of a route, percent-decoded.
 async fn path_param<S: Send + Sync>(

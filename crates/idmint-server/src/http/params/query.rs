@@ -9,12 +9,9 @@
 
 use std::borrow::Cow;
 
-use axum::extract::FromRequestParts;
-use axum::http::request::Parts;
 use idmint_core::{IdForm, Tag};
 
 use super::super::errors::{echo, ApiError};
-use super::super::state::AppState;
 
 /// Something built from the query string.
 pub(crate) trait FromQuery: Sized {
@@ -45,18 +42,6 @@ impl Default for Bounds {
             max_shard: 0,
             max_id: i64::MAX as u64,
         }
-    }
-}
-
-/// Extracts `T` from the query string.
-#[derive(Debug)]
-pub(crate) struct Params<T>(pub T);
-
-impl<T: FromQuery> FromRequestParts<AppState> for Params<T> {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        T::from_query(parts.uri.query().unwrap_or(""), &state.bounds).map(Params)
     }
 }
 
