@@ -5,6 +5,7 @@
 //! The query parser borrows from the request and allocates only when a value is
 //! percent-encoded; unknown parameters are ignored, a known one given twice is refused.
 
+use idmint_core::ErrorCode;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -78,8 +79,20 @@ impl FromQuery for SnowflakeQuery {
         let mut form = FormParts::default();
         let (count, shard) = (1..=bounds.max_count, 0..=bounds.max_shard);
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
-            "shard" => set_number(&mut out.shard, "shard", "invalid_shard", &shard, value),
+            "count" => set_number(
+                &mut out.count,
+                "count",
+                ErrorCode::InvalidCount,
+                &count,
+                value,
+            ),
+            "shard" => set_number(
+                &mut out.shard,
+                "shard",
+                ErrorCode::InvalidShard,
+                &shard,
+                value,
+            ),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -100,7 +113,13 @@ impl FromQuery for CountQuery {
         let mut form = FormParts::default();
         let count = 1..=bounds.max_count;
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
+            "count" => set_number(
+                &mut out.count,
+                "count",
+                ErrorCode::InvalidCount,
+                &count,
+                value,
+            ),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -149,8 +168,8 @@ impl FormParts {
     fn take(&mut self, key: &str, value: &str) -> Result<(), ApiError> {
         let text = |slot: &mut Option<String>, name: &'static str| {
             if slot.is_some() {
-                return Err(ApiError::bad_request(
-                    "invalid_format",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidFormat,
                     format!("`{name}` is given more than once"),
                 ));
             }
@@ -163,7 +182,7 @@ impl FormParts {
             "width" => set_number(
                 &mut self.width,
                 "width",
-                "invalid_format",
+                ErrorCode::InvalidFormat,
                 &(0..=idmint_core::form::MAX_WIDTH as u64),
                 value,
             ),
@@ -176,8 +195,8 @@ impl FormParts {
     fn build(self) -> Result<Option<Box<IdForm>>, ApiError> {
         let Some(format) = self.format else {
             if self.prefix.is_some() || self.width.is_some() {
-                return Err(ApiError::bad_request(
-                    "invalid_format",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidFormat,
                     "`prefix` and `width` need a `format` (base62, base36, base32 or decimal)",
                 ));
             }
@@ -186,7 +205,7 @@ impl FormParts {
         let width = self.width.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
         IdForm::from_parts(&format, self.prefix.as_deref(), width)
             .map(|form| Some(Box::new(form)))
-            .map_err(|e| ApiError::bad_request("invalid_format", e.to_string()))
+            .map_err(|e| ApiError::new(ErrorCode::InvalidFormat, e.to_string()))
     }
 }
 
@@ -201,7 +220,7 @@ impl FromQuery for SizeQuery {
         let mut out = Self::default();
         let size = 1..=bounds.max_lease_size;
         for_each_pair(query, |key, value| match key {
-            "size" => set_number(&mut out.size, "size", "invalid_size", &size, value),
+            "size" => set_number(&mut out.size, "size", ErrorCode::InvalidSize, &size, value),
             _ => Ok(()),
         })?;
         Ok(out)
@@ -221,7 +240,7 @@ impl FromQuery for LeafDecodeQuery {
             "snowflakeId" => set_number(
                 &mut out.snowflake_id,
                 "snowflakeId",
-                "invalid_id",
+                ErrorCode::InvalidId,
                 &(0..=bounds.max_id),
                 value,
             ),
@@ -249,18 +268,18 @@ fn for_each_pair(
 fn set_number(
     slot: &mut Option<u64>,
     name: &'static str,
-    code: &'static str,
+    code: ErrorCode,
     range: &std::ops::RangeInclusive<u64>,
     value: &str,
 ) -> Result<(), ApiError> {
     if slot.is_some() {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             code,
             format!("`{name}` is given more than once"),
         ));
     }
     *slot = Some(parse_decimal(value).ok_or_else(|| {
-        ApiError::bad_request(
+        ApiError::new(
             code,
             format!(
                 "`{name}` must be a decimal integer in {}..={}, got `{}`",
@@ -291,8 +310,8 @@ fn percent_decode(raw: &str) -> Result<Cow<'_, str>, ApiError> {
         Cow::Borrowed(raw)
     };
     let not_utf8 = |_| {
-        ApiError::bad_request(
-            "invalid_query",
+        ApiError::new(
+            ErrorCode::InvalidQuery,
             "the query string is not UTF-8 once percent-decoded",
         )
     };
@@ -311,13 +330,11 @@ fn percent_decode(raw: &str) -> Result<Cow<'_, str>, ApiError> {
 async fn path_param<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
-    code: &'static str,
+    code: ErrorCode,
 ) -> Result<String, ApiError> {
     let params = RawPathParams::from_request_parts(parts, state)
         .await
-        .map_err(|_| {
-            ApiError::bad_request(code, "the path parameter is not UTF-8 once percent-decoded")
-        })?;
+        .map_err(|_| ApiError::new(code, "the path parameter is not UTF-8 once percent-decoded"))?;
     Ok(params
         .iter()
         .next()
@@ -357,7 +374,7 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     /// The tag, checked against the token's tag patterns when the request carries a grant
     /// (`access::require` put it there).
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "invalid_tag").await?;
+        let raw = path_param(parts, state, ErrorCode::InvalidTag).await?;
         let tag = Tag::new(&raw).map_err(ApiError::from)?;
         if let Some(grant) = parts.extensions.get::<Arc<Grant>>() {
             if !grant.allows_tag(tag.as_str().as_bytes()) {
@@ -372,8 +389,8 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
 /// the route takes.
 pub(crate) fn parse_id(raw: &str, max: u64) -> Result<u64, ApiError> {
     parse_decimal(raw).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_id",
+        ApiError::new(
+            ErrorCode::InvalidId,
             format!(
                 "an ID is a decimal integer in 0..={max}, got `{}`",
                 echo(raw)
@@ -390,7 +407,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IdText {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Ok(IdText(path_param(parts, state, "invalid_id").await?))
+        Ok(IdText(
+            path_param(parts, state, ErrorCode::InvalidId).await?,
+        ))
     }
 }
 
@@ -408,12 +427,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
+                        ErrorCode::PayloadTooLarge,
                         format!("the request body is larger than {BODY_LIMIT} bytes"),
                     )
                 } else {
-                    ApiError::bad_request("invalid_body", rejection.body_text())
+                    ApiError::new(ErrorCode::InvalidBody, rejection.body_text())
                 }
             })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -422,8 +440,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|error| {
-                ApiError::bad_request(
-                    "invalid_json",
+                ApiError::new(
+                    ErrorCode::InvalidJson,
                     format!("the body is not valid here: {error}"),
                 )
             })
@@ -457,7 +475,7 @@ mod tests {
     fn queries_are_decoded_and_duplicates_refused() {
         assert_eq!(
             SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag", &Bounds::default())
-                .map_err(|e| e.code()),
+                .map_err(|e| e.code().as_str()),
             Ok(SnowflakeQuery {
                 count: Some(10),
                 shard: Some(3),
@@ -465,13 +483,13 @@ mod tests {
             })
         );
         assert_eq!(
-            SnowflakeQuery::from_query("", &Bounds::default()).map_err(|e| e.code()),
+            SnowflakeQuery::from_query("", &Bounds::default()).map_err(|e| e.code().as_str()),
             Ok(SnowflakeQuery::default())
         );
         let code = |q: &str| {
             SnowflakeQuery::from_query(q, &Bounds::default())
                 .err()
-                .map(|e| e.code())
+                .map(|e| e.code().as_str())
         };
         assert_eq!(code("count=1&count=2"), Some("invalid_count"));
         assert_eq!(code("count="), Some("invalid_count"));
@@ -495,7 +513,8 @@ mod tests {
     #[test]
     fn leaf_decode_reads_its_camel_case_parameter() {
         assert_eq!(
-            LeafDecodeQuery::from_query("snowflakeId=42", &Bounds::default()).map_err(|e| e.code()),
+            LeafDecodeQuery::from_query("snowflakeId=42", &Bounds::default())
+                .map_err(|e| e.code().as_str()),
             Ok(LeafDecodeQuery {
                 snowflake_id: Some(42)
             })
@@ -503,11 +522,11 @@ mod tests {
         assert_eq!(
             SizeQuery::from_query("size=x", &Bounds::default())
                 .err()
-                .map(|e| e.code()),
+                .map(|e| e.code().as_str()),
             Some("invalid_size")
         );
         assert_eq!(
-            CountQuery::from_query("count=7", &Bounds::default()).map_err(|e| e.code()),
+            CountQuery::from_query("count=7", &Bounds::default()).map_err(|e| e.code().as_str()),
             Ok(CountQuery {
                 count: Some(7),
                 form: None,

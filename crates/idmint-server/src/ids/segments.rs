@@ -252,7 +252,9 @@ impl SegmentRegistry {
             return Ok(info);
         }
         if !self.options.auto_create_tags {
-            return Err(Error::UnknownTag(tag.to_string()));
+            return Err(Error::UnknownTag {
+                tag: tag.to_string(),
+            });
         }
         let settings = TagSettings {
             step: self.options.default_step,
@@ -269,11 +271,14 @@ impl SegmentRegistry {
         match created.await {
             Ok(info) => Ok(info),
             // Another node created it meanwhile: use its row.
-            Err(Error::TagExists(_)) => self
-                .store
-                .tag_info(tag)
-                .await?
-                .ok_or_else(|| Error::UnknownTag(tag.to_string())),
+            Err(Error::TagExists { .. }) => {
+                self.store
+                    .tag_info(tag)
+                    .await?
+                    .ok_or_else(|| Error::UnknownTag {
+                        tag: tag.to_string(),
+                    })
+            }
             Err(error) => Err(error),
         }
     }

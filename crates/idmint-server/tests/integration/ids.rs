@@ -202,7 +202,7 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
         .segment_ids(&Tag::new("nope").unwrap(), 1, Asker::Operator)
         .await
         .unwrap_err();
-    assert_eq!(err, Error::UnknownTag("nope".into()));
+    assert_eq!(err, Error::UnknownTag { tag: "nope".into() });
     ids.shutdown().await.unwrap();
 }
 
