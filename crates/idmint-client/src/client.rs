@@ -86,11 +86,7 @@ impl Client {
     /// A client of `config.nodes`. Opens no connection yet (the first call does); must be
     /// called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Result<Self> {
-        let runtime = Handle::try_current().map_err(|_| {
-            Error::Config(
-                "Client::new needs a tokio runtime; use BlockingClient without one".into(),
-            )
-        })?;
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         Self::on(config, runtime)
     }
 
