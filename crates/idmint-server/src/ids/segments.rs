@@ -217,10 +217,8 @@ impl SegmentRegistry {
     /// Makes the buffer of `tag` from its row (created first if allowed) and registers it.
     async fn load(&self, tag: &Tag, asker: Asker<'_>) -> Result<TagBuffer> {
         let info = self.tag_row(tag, asker).await?;
-        let config = SegmentConfig {
-            min_step: info.step,
-            ..self.options.buffer.clone()
-        };
+        let mut config = self.options.buffer.clone();
+        config.min_step = info.step;
         let buffer = match info.dating {
             None => TagBuffer::Plain(SegmentBuffer::new(
                 tag.clone(),
