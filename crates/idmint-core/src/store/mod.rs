@@ -9,8 +9,12 @@
 //!   and a new holder starts strictly above the stored HWM.
 //!
 //! The implementations (SQLite, PostgreSQL, MySQL, Redis) live in `idmint-store`;
-//! `MemoryStore` (feature `async`) is here for unit tests of the generators.
+//! `MemoryStore` (feature `async`) is here for unit tests of the generators. The conformance
+//! suite every implementation runs, [`conformance`], is exported with the feature
+//! `conformance`.
 
+#[cfg(feature = "conformance")]
+pub mod conformance;
 #[cfg(feature = "async")]
 mod memory;
 mod partition;
@@ -147,6 +151,13 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
     /// only if nobody allocated in between; a lost race reads again (each lost round is
     /// another node's success), at most [`ALLOCATE_ROUNDS`] times.
     async fn allocate_in(&self, tag: &Tag, request: RangeRequest) -> Result<Range<u64>> {
+        if request.step == 0 {
+            // Refused as `allocate` refuses it: a range holds at least one ID.
+            return Err(crate::Error::InvalidArgument {
+                name: "step",
+                reason: "must be at least 1".into(),
+            });
+        }
         if request.partition.is_whole() && request.at_least == 0 {
             return self.allocate(tag, request.step).await;
         }
