@@ -21,10 +21,10 @@ mod group_commit;
 mod rows;
 mod statements;
 
+#[cfg(feature = "postgres")]
+pub mod in_database;
 #[cfg(feature = "mysql")]
 pub(crate) mod mysql;
-#[cfg(feature = "postgres")]
-pub mod pg_function;
 #[cfg(feature = "postgres")]
 pub(crate) mod postgres;
 #[cfg(feature = "postgres")]
