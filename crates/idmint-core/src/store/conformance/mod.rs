@@ -153,7 +153,9 @@ where
     macro_rules! check {
         ($name:ident $(, $profile:expr)?) => {{
             eprintln!("conformance: {}", stringify!($name));
+            let started = std::time::Instant::now();
             $name(fresh().await $(, $profile)?).await;
+            eprintln!("conformance: {} passed in {:?}", stringify!($name), started.elapsed());
         }};
     }
     check!(concurrent_allocations_tile_without_overlap, profile);
