@@ -4,7 +4,7 @@
 //! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
-mod lease_keeper;
+mod lease;
 mod segments;
 mod tag_buffer;
 mod tag_quota;
@@ -23,7 +23,7 @@ use idmint_store::Store;
 
 use crate::id_space::{self, SpaceLayouts};
 
-pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
+pub use self::lease::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 pub use self::tag_buffer::TagBuffer;
 pub use self::tag_quota::{default_admin_reserve, default_share, Asker};
