@@ -38,9 +38,11 @@
 //!
 //! None is on by default, so the crate is what it says, no I/O: no runtime, no serialization
 //! framework. `async` adds the segment buffer and the in-memory store, on tokio; `serde` adds
-//! `Serialize` to layouts, decoded IDs, tags and store records. The store traits are always
-//! there: they are plain traits (async-trait is a macro, not a runtime), and implementing them
-//! belongs to the crates that do I/O, such as idmint-store.
+//! `Serialize` to layouts, decoded IDs, tags and store records; `conformance` (with `async`)
+//! exports the store conformance suite (`store::conformance`), the checks every implementation
+//! of the store traits runs in its tests. The store traits are always there: they are plain
+//! traits (async-trait is a macro, not a runtime), and implementing them belongs to the crates
+//! that do I/O, such as idmint-store.
 
 pub mod backoff;
 pub mod clock;

@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use idmint_core::{IdSpace, Layout};
 use idmint_server::id_space;
-use idmint_store::in_database::{self, FunctionRequest};
+use idmint_store::in_database::{self, InstallRequest};
 use idmint_store::{Backend, Location};
 
 use crate::error::InputError;
@@ -130,7 +130,7 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                     )
                     .into());
                 };
-                let request = FunctionRequest {
+                let request = InstallRequest {
                     space,
                     workers: install.workers,
                     max_lead: install.max_lead,
