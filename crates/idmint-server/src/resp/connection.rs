@@ -1,5 +1,7 @@
-//! One connection: read, decode every complete command, run them in order, write all their
-//! replies with one write, repeat.
+//! One connection's I/O loop: read, decode every complete command, hand each to the session
+//! (`cmd` parses and runs it), write all their replies with one write, repeat. What the
+//! connection is (its grant, protocol, transaction...) is `session`'s; only the bytes, the
+//! buffers' bounds and the timers are here.
 //!
 //! Buffers are bounded: the read buffer holds at most one partial request (the codec refuses
 //! one above its [`Limits`](idmint_resp::Limits)) plus one read; the reply buffer is written
@@ -129,7 +131,7 @@ async fn serve_connection<S: Stream>(
     session: &mut Session,
     stop: &mut oneshot::Receiver<()>,
 ) -> std::io::Result<()> {
-    let mut requests = Pending::new(
+    let mut pending = Pending::new(
         RequestDecoder::new(session.shared.options.limits),
         BytesMut::with_capacity(READ_BUFFER),
     );
@@ -138,7 +140,7 @@ async fn serve_connection<S: Stream>(
     let mut deadline: Option<Instant> = None;
     let idle_timeout = session.shared.options.connections.idle_timeout;
     loop {
-        let inbuf = &mut requests.inbuf;
+        let inbuf = &mut pending.inbuf;
         if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
             // Reclaims the buffer's memory once the commands sliced from it are dropped.
             inbuf.reserve(READ_BUFFER);
@@ -164,15 +166,15 @@ async fn serve_connection<S: Stream>(
         if read == 0 {
             return Ok(()); // the peer closed
         }
-        requests.read_more();
+        pending.read_more();
         let mut flow = Flow::Continue;
         while flow == Flow::Continue {
-            match requests.next() {
+            match pending.next() {
                 Ok(Some(command)) => {
                     // Progress: the next partial request gets a time of its own.
                     deadline = None;
                     session.greeted = true;
-                    flow = run_command(session, &command, &mut out, Some(&mut requests)).await;
+                    flow = run_command(session, &command, &mut out, Some(&mut pending)).await;
                     flush_if_full(stream, &mut out).await?;
                     // `EXEC`'s header is written; its commands' replies follow.
                     for queued in std::mem::take(&mut session.exec_queue) {
@@ -190,7 +192,7 @@ async fn serve_connection<S: Stream>(
                 }
             }
         }
-        if requests.inbuf.is_empty() {
+        if pending.inbuf.is_empty() {
             deadline = None;
         }
         session.flush_counters();
@@ -200,7 +202,7 @@ async fn serve_connection<S: Stream>(
             out.clear();
         }
         if flow == Flow::Close {
-            linger(stream, &mut requests.inbuf).await;
+            linger(stream, &mut pending.inbuf).await;
             return Ok(());
         }
         if !matches!(stop.try_recv(), Err(TryRecvError::Empty)) {
