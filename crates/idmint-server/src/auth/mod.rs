@@ -13,6 +13,7 @@
 //! with every digest in constant time: neither the time of a refusal nor the memory of the
 //! process gives a token away. The set is replaced whole on reload ([`Auth::replace`]).
 
+mod token_file;
 mod tokens;
 
 use std::fmt;
@@ -25,7 +26,8 @@ use sha2::{Digest, Sha256};
 
 use crate::glob::{glob_match, Case};
 
-pub use self::tokens::{sha256_hex, TokenSources, TOKEN_FILE_EXAMPLE};
+pub use self::token_file::{sha256_hex, TOKEN_FILE_EXAMPLE};
+pub use self::tokens::TokenSources;
 
 /// What a token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
 mod corruption;
-mod lease_keeper;
+mod lease;
 mod segments;
 mod tag_buffer;
 mod tag_quota;
@@ -25,7 +25,7 @@ use idmint_store::Store;
 use crate::id_space::{self, SpaceLayouts};
 
 pub use self::corruption::CorruptionLatch;
-pub use self::lease_keeper::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
+pub use self::lease::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 pub use self::tag_buffer::TagBuffer;
 pub use self::tag_quota::{default_admin_reserve, default_share, Asker};

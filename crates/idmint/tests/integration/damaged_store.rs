@@ -4,94 +4,19 @@
 
 use crate::common;
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 use std::process::Stdio;
 use std::time::Duration;
 
-use sqlx::sqlite::SqliteConnectOptions;
-use sqlx::{AssertSqlSafe, ConnectOptions, Connection, SqliteConnection};
+use idmint_test_support::sqlite_damage::{damage_pages_of, raw, OTHER, VICTIM};
+use sqlx::AssertSqlSafe;
 
-/// Tags in the file: enough for the tag table and its index to span many pages each.
-const TAGS: usize = 2_000;
-
-/// The tag whose pages get damaged, in the middle of both b-trees.
-const VICTIM: &str = "tag-01000";
-
-/// A tag far from the victim, on pages left intact.
-const OTHER: &str = "tag-00000";
-
-/// A store file at `url` (default namespace) with [`TAGS`] tags, every page in the main file
-/// (the write-ahead log checkpointed and emptied), so bytes overwritten there are what SQLite
-/// reads.
+/// A store file at `url` (default namespace) with the fixture's tags, every page in the main
+/// file.
 async fn file_with_tags(url: &str) {
     let options = idmint_store::StoreOptions::default();
     drop(idmint_store::open(url, &options).await.unwrap());
-    let mut raw = raw(url).await;
-    let mut tx = raw.begin().await.unwrap();
-    for i in 0..TAGS {
-        sqlx::query(
-            "INSERT INTO idmint_segments (tag, max_id, step, description, updated_at_ms) \
-             VALUES (?1, 1, 1000, '', 0)",
-        )
-        .bind(format!("tag-{i:05}"))
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-    }
-    tx.commit().await.unwrap();
-    let (busy, _, _): (i64, i64, i64) = sqlx::query_as("PRAGMA wal_checkpoint(TRUNCATE)")
-        .fetch_one(&mut raw)
-        .await
-        .unwrap();
-    assert_eq!(busy, 0, "the checkpoint was blocked");
-    raw.close().await.unwrap();
-}
-
-/// A plain connection to the file of `url`, outside idmint.
-async fn raw(url: &str) -> SqliteConnection {
-    let path = url.strip_prefix("sqlite://").unwrap();
-    SqliteConnectOptions::new()
-        .filename(path)
-        .connect()
-        .await
-        .unwrap()
-}
-
-/// Overwrites the b-tree page header of every page holding `tag` (its row in the tag table and
-/// its entry in the tag index) with bytes no page type has.
-fn damage_pages_of(url: &str, tag: &str) {
-    let path = url.strip_prefix("sqlite://").unwrap();
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .unwrap();
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).unwrap();
-    let page_size = match u16::from_be_bytes([bytes[16], bytes[17]]) {
-        1 => 65_536,
-        size => usize::from(size),
-    };
-    let mut pages: Vec<usize> = bytes
-        .windows(tag.len())
-        .enumerate()
-        .filter(|(_, window)| *window == tag.as_bytes())
-        .map(|(offset, _)| offset / page_size)
-        .collect();
-    pages.dedup();
-    assert!(pages.len() >= 2, "{tag} found on pages {pages:?}");
-    for page in pages {
-        assert!(page > 0, "page 0 holds the file header");
-        let content = &bytes[page * page_size..(page + 1) * page_size];
-        assert!(
-            !content.windows(OTHER.len()).any(|w| w == OTHER.as_bytes()),
-            "page {page} also holds {OTHER}"
-        );
-        file.seek(SeekFrom::Start((page * page_size) as u64))
-            .unwrap();
-        file.write_all(&[0xFF; 8]).unwrap();
-    }
-    file.sync_all().unwrap();
+    idmint_test_support::sqlite_damage::fill_with_tags(url, "idmint_segments").await;
 }
 
 #[tokio::test]

@@ -4,10 +4,10 @@
 //! it; IDs from before and after a change decode with their own space. On every backend.
 
 use crate::common;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{idmint_command, ids_of, sqlite_url, Server};
@@ -20,18 +20,11 @@ const WIDER: &str = "time:40@1ms,dc:5,worker:6,seq:12";
 
 /// A namespace no other test of this run (or an earlier one) uses.
 pub(crate) fn namespace(label: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!("s{label}_{millis}_{}", N.fetch_add(1, Ordering::Relaxed))
+    idmint_test_support::namespace(label)
 }
 
 pub(crate) fn server_url(variable: &str) -> String {
-    std::env::var(variable)
-        .unwrap_or_else(|_| panic!("{variable} is not set: run the tests through scripts/test"))
+    idmint_test_support::server_url(variable)
 }
 
 /// Runs `idmint ARGS` to its end (at most 60 s): exit status, stdout, stderr.
@@ -362,18 +355,8 @@ async fn a_store_from_before_id_spaces_is_adopted_explicitly(store: String) {
 /// snowflakes and says why on `/readyz`; nothing it hands out lies in the new space.
 async fn a_node_frozen_across_a_change_retires(store: String) {
     let ns = namespace("frozen");
-    let flags = [
-        "--namespace",
-        &ns,
-        "--layout",
-        LAYOUT,
-        "--lease-ttl",
-        "2s",
-        "--lease-renew",
-        "500ms",
-        "--hwm-lead",
-        "1500ms",
-    ];
+    let mut flags = vec!["--namespace", &ns, "--layout", LAYOUT];
+    flags.extend(LeaseTiming::SHORT.flags());
     let node = Server::start_with(&store, "frozen", &flags);
     mint(&node, Duration::from_millis(200)).await;
     let signal = |name: &str| {

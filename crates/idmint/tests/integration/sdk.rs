@@ -260,12 +260,7 @@ fn clients_of_both_languages_draw_through_a_node_killed_and_restarted() {
 
 /// A namespace of this run's own, so the test shares the database with others.
 fn namespace(label: &str) -> String {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!("{label}_{millis}")
+    idmint_test_support::namespace(label)
 }
 
 #[test]

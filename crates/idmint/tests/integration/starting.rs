@@ -34,23 +34,12 @@ const SHORT_LEASE: [&str; 6] = [
 
 /// The PostgreSQL server of `scripts/with-stores`.
 pub(crate) fn postgres_url() -> String {
-    std::env::var("IDMINT_TEST_POSTGRES_URL")
-        .expect("IDMINT_TEST_POSTGRES_URL is not set: run the tests through scripts/test")
+    idmint_test_support::server_url("IDMINT_TEST_POSTGRES_URL")
 }
 
 /// A namespace no other test or earlier run used: its tables start empty.
 pub(crate) fn fresh_namespace(label: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!(
-        "s{label}_{now}_{}_{}",
-        std::process::id() % 100_000,
-        N.fetch_add(1, Ordering::Relaxed)
-    )
+    idmint_test_support::namespace(label)
 }
 
 /// A folder that does not exist yet, for a store file that must not be created.

@@ -5,6 +5,7 @@
 //! both phases goes into one ledger: no duplicate anywhere, and every snowflake of the second
 //! phase above every one of the first.
 
+use idmint_test_support::lease_timing::LeaseTiming;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,16 +35,11 @@ pub fn changed_between_phases(label: &str, store: &str) {
             &epoch.to_string(),
             "--namespace",
             &namespace,
-            "--lease-ttl",
-            "2s",
-            "--lease-renew",
-            "500ms",
-            "--hwm-lead",
-            "1500ms",
             "--default-step",
             "100",
         ]
         .iter()
+        .chain(&LeaseTiming::SHORT.flags())
         .map(|a| a.to_string())
         .collect()
     };

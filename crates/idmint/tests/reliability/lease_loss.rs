@@ -5,6 +5,7 @@
 //! say so on `/readyz`, and continue on another worker ID, while nothing either node handed
 //! out repeats: B starts above the HWM A had confirmed, and A never passed it.
 
+use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -30,18 +31,8 @@ async fn readyz(http: &reqwest::Client, node: &str) -> (u16, serde_json::Value) 
 /// Runs the scenario on `store`.
 pub fn frozen_past_ttl(label: &str, store: &str) {
     let namespace = crate::fresh_namespace("lease");
-    let timing = [
-        "--layout",
-        LAYOUT,
-        "--namespace",
-        &namespace,
-        "--lease-ttl",
-        "2s",
-        "--lease-renew",
-        "500ms",
-        "--hwm-lead",
-        "1s",
-    ];
+    let mut timing = vec!["--layout", LAYOUT, "--namespace", &namespace];
+    timing.extend(LeaseTiming::SHORT_LEAD.flags());
     let mut a = Node::new(NodeSpec::new("lease-a", store, &timing));
     a.start();
     let runtime = crate::runtime();

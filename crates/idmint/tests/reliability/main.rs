@@ -33,7 +33,6 @@ mod store_set;
 #[path = "../support/tmpfs.rs"]
 mod tmpfs;
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -55,8 +54,7 @@ pub fn phase(short: Duration) -> Duration {
 
 /// A store URL from the environment that `scripts/with-stores` sets.
 pub fn store_url(variable: &str) -> String {
-    std::env::var(variable)
-        .unwrap_or_else(|_| panic!("{variable} is not set: run the tests through scripts/test"))
+    idmint_test_support::server_url(variable)
 }
 
 /// A fresh SQLite file.
@@ -71,13 +69,7 @@ pub fn sqlite_url(name: &str) -> String {
 /// A namespace no earlier run used, so each scenario starts from empty tables in a shared
 /// database.
 pub fn fresh_namespace(label: &str) -> String {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis()
-        % 1_000_000_000;
-    format!("r{label}_{now}_{}", N.fetch_add(1, Ordering::Relaxed))
+    idmint_test_support::namespace(label)
 }
 
 /// A multi-threaded runtime for a scenario's clients.

@@ -1,6 +1,7 @@
 //! Scenario 1: three nodes on one store, clients on every node over HTTP and the Redis
 //! protocol, and every couple of seconds one node killed with SIGKILL and started again.
 
+use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,20 +18,9 @@ const LAYOUT: &str = "time:41@1ms,worker:3,seq:12";
 /// Runs the scenario on `store` and checks every ID.
 pub fn killed_and_restarted(label: &str, store: &str) {
     let namespace = crate::fresh_namespace(label);
-    let args = [
-        "--layout",
-        LAYOUT,
-        "--namespace",
-        &namespace,
-        "--lease-ttl",
-        "2s",
-        "--lease-renew",
-        "500ms",
-        "--hwm-lead",
-        "1500ms",
-        "--default-step",
-        "100",
-    ];
+    let mut args = vec!["--layout", LAYOUT, "--namespace", &namespace];
+    args.extend(["--default-step", "100"]);
+    args.extend(LeaseTiming::SHORT.flags());
     let mut nodes: Vec<Node> = (0..3)
         .map(|i| Node::new(NodeSpec::new(&format!("node-{i}"), store, &args)))
         .collect();

@@ -9,6 +9,7 @@
 //!   clear 503 and `-ERR`/`-TRYAGAIN` replies within the bounded waits, never a wrong or
 //!   repeated ID; service resumes by itself within 5 s of the store's return.
 
+use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -191,17 +192,10 @@ pub fn longer_than_buffers(label: &str, store: &str, pid_variable: &str) {
         "outage-long",
         store,
         &[
-            "--layout",
-            LAYOUT,
-            "--namespace",
-            &namespace,
-            "--lease-ttl",
-            "5s",
-            "--lease-renew",
-            "1s",
-            "--hwm-lead",
-            "3s",
-        ],
+            ["--layout", LAYOUT, "--namespace", &namespace].as_slice(),
+            &LeaseTiming::OUTAGE.flags(),
+        ]
+        .concat(),
     ));
     node.start();
     let runtime = crate::runtime();

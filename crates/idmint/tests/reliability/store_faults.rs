@@ -44,6 +44,7 @@
 //! need a node run as another user, from a copy of the binary that user can reach). The case
 //! checks that the node did meet the read-only file (its log names it).
 
+use idmint_test_support::lease_timing::LeaseTiming;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -100,21 +101,11 @@ pub trait Fault {
 /// Runs the fault matrix's driver for one case.
 pub fn run(store_label: &str, fault_label: &str, fault: &mut dyn Fault) {
     let namespace = crate::fresh_namespace("faults");
-    let mut args: Vec<String> = [
-        "--layout",
-        LAYOUT,
-        "--namespace",
-        &namespace,
-        "--lease-ttl",
-        "10s",
-        "--lease-renew",
-        "500ms",
-        "--hwm-lead",
-        "1500ms",
-    ]
-    .iter()
-    .map(|arg| arg.to_string())
-    .collect();
+    let mut args: Vec<String> = ["--layout", LAYOUT, "--namespace", &namespace]
+        .iter()
+        .chain(&LeaseTiming::FAULTS.flags())
+        .map(|arg| arg.to_string())
+        .collect();
     args.extend(fault.node_args());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let mut node = Node::new(NodeSpec::new("faults", &fault.store(), &args));

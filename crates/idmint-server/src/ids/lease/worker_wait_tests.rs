@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use idmint_core::store::{LeaseRequest, MemoryStore, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, SnowflakeConfig, SystemClock};
 
-use super::{LeaseConfig, LeaseKeeper};
+use crate::ids::{LeaseConfig, LeaseKeeper};
 
 /// One worker ID: a layout without a worker field.
 const ONE_WORKER: &str = "time:41@1ms,seq:12";

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use idmint_core::store::{MemoryStore, WorkerLeases};
 use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
 
-use super::{LeaseConfig, LeaseKeeper};
+use crate::ids::{LeaseConfig, LeaseKeeper};
 
 /// A keeper on a fresh in-memory store, its renewal loop running.
 async fn running(
