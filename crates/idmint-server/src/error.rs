@@ -1,4 +1,5 @@
-//! The one error type of `idmint-server`: what can stop `idmint serve` from starting or running.
+//! The one error type of `idmint-server`: what can stop `idmint serve` from starting or running;
+//! and what an error about a file that may hold secrets may quote of it.
 
 use std::net::SocketAddr;
 
@@ -42,4 +43,28 @@ pub enum ServerError {
         /// Why.
         source: std::io::Error,
     },
+}
+
+/// `message` (a TOML or serde error) with each value it quotes between backticks or double
+/// quotes replaced by `…`, unless `known` says it is a name of the file's format (a setting,
+/// a field, a variant): "unknown variant `s3cret`" could otherwise print a secret written
+/// under the wrong key or in the wrong form.
+pub(crate) fn without_quoted_values(message: &str, known: impl Fn(&str) -> bool) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(open) = rest.find(['`', '"']) {
+        let quote = rest[open..].chars().next().unwrap_or('`');
+        out.push_str(&rest[..=open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find(quote) else {
+            out.push('…');
+            return out;
+        };
+        let quoted = &after[..close];
+        out.push_str(if known(quoted) { quoted } else { "…" });
+        out.push(quote);
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+    out
 }

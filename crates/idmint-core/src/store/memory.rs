@@ -106,7 +106,9 @@ fn held_row<'a>(state: &'a mut State, lease: &Lease) -> Result<&'a mut LeaseRow>
 }
 
 fn unknown(tag: &Tag) -> Error {
-    Error::UnknownTag(tag.to_string())
+    Error::UnknownTag {
+        tag: tag.to_string(),
+    }
 }
 
 #[async_trait]
@@ -158,7 +160,9 @@ impl SegmentStore for MemoryStore {
         let now = self.clock.now_ms();
         let mut state = self.enter().await?;
         if state.tags.contains_key(tag) {
-            return Err(Error::TagExists(tag.to_string()));
+            return Err(Error::TagExists {
+                tag: tag.to_string(),
+            });
         }
         let info = TagInfo {
             tag: tag.clone(),
@@ -396,7 +400,7 @@ mod tests {
         assert_eq!(store.create_tag(&tag, &settings).await.unwrap().max_id, 1);
         assert!(matches!(
             store.create_tag(&tag, &settings).await,
-            Err(Error::TagExists(_))
+            Err(Error::TagExists { .. })
         ));
         let first = store.allocate(&tag, 10).await.unwrap();
         let second = store.allocate(&tag, 5).await.unwrap();
@@ -408,7 +412,7 @@ mod tests {
         let unknown = Tag::new("nope").unwrap();
         assert!(matches!(
             store.allocate(&unknown, 1).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
         assert!(matches!(
             store.allocate(&tag, 0).await,

@@ -25,8 +25,9 @@ use async_trait::async_trait;
 pub use self::memory::MemoryStore;
 pub use self::partition::{Partition, SetMembership, DEFAULT_BLOCK};
 use crate::dating::Dating;
-use crate::error::Result;
+use crate::error::{ExpiringLease, Result};
 use crate::id_space::IdSpaceRecord;
+use crate::layout::format_ms_rfc3339;
 use crate::tag::Tag;
 
 /// The largest `max_id` a tag may reach: it is stored in a signed 64-bit column, so the last ID
@@ -154,7 +155,9 @@ pub trait SegmentStore: Send + Sync + fmt::Debug {
             let info = self
                 .tag_info(tag)
                 .await?
-                .ok_or_else(|| crate::Error::UnknownTag(tag.to_string()))?;
+                .ok_or_else(|| crate::Error::UnknownTag {
+                    tag: tag.to_string(),
+                })?;
             let range = request
                 .partition
                 .range(info.max_id, request.step, request.at_least)
@@ -353,6 +356,17 @@ pub struct LeaseInfo {
     pub live: bool,
 }
 
+impl From<&LeaseInfo> for ExpiringLease {
+    /// The lease as [`Error::WorkerWaitRanOut`](crate::Error::WorkerWaitRanOut) names it.
+    fn from(lease: &LeaseInfo) -> Self {
+        ExpiringLease {
+            worker_id: lease.worker_id,
+            node_name: lease.node_name.clone(),
+            expires_at: format_ms_rfc3339(lease.expires_at_ms),
+        }
+    }
+}
+
 /// Worker IDs leased from the store, fenced by token and high-water mark.
 #[async_trait]
 pub trait WorkerLeases: Send + Sync + fmt::Debug {
@@ -426,6 +440,34 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn the_exhausted_message_names_the_last_id_there_is() {
+        // `error.rs` writes the last ID out rather than reading `MAX_SEGMENT_ID`.
+        let text = crate::Error::TagExhausted { tag: "t".into() }.to_string();
+        assert!(
+            text.contains(&format!("the last ID is {})", MAX_SEGMENT_ID - 1)),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_lease_waited_for_is_named_with_its_expiry_as_a_date() {
+        let lease = LeaseInfo {
+            worker_id: 3,
+            node_name: "n".into(),
+            expires_at_ms: 1_767_225_600_000,
+            hwm_ms: 0,
+            live: true,
+        };
+        let expiring = ExpiringLease::from(&lease);
+        assert_eq!((expiring.worker_id, expiring.node_name.as_str()), (3, "n"));
+        assert_eq!(expiring.expires_at, format_ms_rfc3339(lease.expires_at_ms));
+        assert!(
+            expiring.expires_at.starts_with("2026-01-01T00:00:00"),
+            "{expiring:?}"
+        );
+    }
 
     #[test]
     fn the_choice_prefers_own_then_never_used_then_longest_expired() {

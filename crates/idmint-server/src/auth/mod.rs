@@ -13,6 +13,7 @@
 //! with every digest in constant time: neither the time of a refusal nor the memory of the
 //! process gives a token away. The set is replaced whole on reload ([`Auth::replace`]).
 
+mod secret;
 mod token_file;
 mod tokens;
 

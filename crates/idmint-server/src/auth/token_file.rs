@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::tokens::{check_secret, refused, Unusable, UNSENDABLE};
+use super::secret::{check_secret, refused, Unusable, UNSENDABLE};
 use super::{digest, Grant, Scope};
 use crate::error::ServerError;
 
@@ -52,7 +52,7 @@ pub(super) fn read_tokens_file(path: &Path) -> Result<Vec<(Grant, [u8; 32])>, Se
                 .count()
                 + 1
         });
-        let message = crate::config::without_quoted_values(e.message(), |quoted| {
+        let message = crate::error::without_quoted_values(e.message(), |quoted| {
             matches!(
                 quoted,
                 "token"

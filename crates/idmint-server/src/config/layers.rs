@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::PartialConfig;
-use crate::error::ServerError;
+use crate::error::{without_quoted_values, ServerError};
 
 impl PartialConfig {
     /// Reads a TOML file. An error names the file, the line and the setting, and never quotes
@@ -126,30 +126,6 @@ impl PartialConfig {
         }
         words
     }
-}
-
-/// `message` (a TOML or serde error) with each value it quotes between backticks or double
-/// quotes replaced by `…`, unless `known` says it is a name of the file's format (a setting,
-/// a field, a variant): "unknown variant `s3cret`" could otherwise print a secret written
-/// under the wrong key or in the wrong form.
-pub(crate) fn without_quoted_values(message: &str, known: impl Fn(&str) -> bool) -> String {
-    let mut out = String::with_capacity(message.len());
-    let mut rest = message;
-    while let Some(open) = rest.find(['`', '"']) {
-        let quote = rest[open..].chars().next().unwrap_or('`');
-        out.push_str(&rest[..=open]);
-        let after = &rest[open + 1..];
-        let Some(close) = after.find(quote) else {
-            out.push('…');
-            return out;
-        };
-        let quoted = &after[..close];
-        out.push_str(if known(quoted) { quoted } else { "…" });
-        out.push(quote);
-        rest = &after[close + 1..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[cfg(test)]

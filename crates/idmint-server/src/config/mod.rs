@@ -24,7 +24,6 @@ mod resolve;
 pub use self::definitions::{
     LogFormat, PartialConfig, WorkerChoice, DEFAULT_LAYOUT, DEFAULT_LISTEN_BACKLOG,
 };
-pub(crate) use self::layers::without_quoted_values;
 pub use self::render::{sample_config_file, settings_table, with_defaults_shown, HIDDEN};
 pub use self::resolve::{
     default_io_threads, ConnectionLimits, LogSettings, ServeConfig, TlsFiles, MAX_IO_THREADS,

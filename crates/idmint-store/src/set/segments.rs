@@ -59,9 +59,11 @@ impl SetSegments {
         request: RangeRequest,
     ) -> Result<Range<u64>> {
         match store.segments.allocate_in(tag, request).await {
-            Err(Error::UnknownTag(_)) => {
+            Err(Error::UnknownTag { .. }) => {
                 let Some(info) = self.tag_info_elsewhere(tag, member.index).await? else {
-                    return Err(Error::UnknownTag(tag.to_string()));
+                    return Err(Error::UnknownTag {
+                        tag: tag.to_string(),
+                    });
                 };
                 let settings = TagSettings {
                     step: info.step,
@@ -71,7 +73,7 @@ impl SetSegments {
                     dating: None,
                 };
                 match self.create_on(member, store, tag, &settings).await {
-                    Ok(_) | Err(Error::TagExists(_)) => {}
+                    Ok(_) | Err(Error::TagExists { .. }) => {}
                     Err(error) => return Err(error),
                 }
                 store.segments.allocate_in(tag, request).await
@@ -118,7 +120,7 @@ impl SetSegments {
             let member = &self.members.list[index];
             match self.members.answered(member, result) {
                 Ok(range) => return Ok(range),
-                Err(Error::UnknownTag(_)) => {
+                Err(Error::UnknownTag { .. }) => {
                     let Some(store) = self.members.store_now(member) else {
                         continue;
                     };

@@ -322,7 +322,9 @@ where
                 .fetch_optional(session.conn())
                 .await
                 .map_err(err)?;
-            let max_id = max_id.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+            let max_id = max_id.ok_or_else(|| Error::UnknownTag {
+                tag: tag.to_string(),
+            })?;
             let range = rows::range_from(tag, to_u64("max_id", max_id)?, step)?;
             let moved = sqlx::query(q(&self.sql.move_max_id))
                 .bind(to_i64("end", range.end)?)
@@ -354,7 +356,9 @@ where
                 .fetch_optional(session.conn())
                 .await
                 .map_err(err)?
-                .ok_or_else(|| Error::UnknownTag(tag.to_string()))
+                .ok_or_else(|| Error::UnknownTag {
+                    tag: tag.to_string(),
+                })
         };
         let set = if expected == new {
             // Nothing to write (and MySQL would count no changed row): only compare.
@@ -392,7 +396,9 @@ where
             .bind(settings.description.clone());
         match insert.execute(session.conn()).await {
             Err(sqlx::Error::Database(db)) if db.is_unique_violation() => {
-                return Err(Error::TagExists(tag.to_string()))
+                return Err(Error::TagExists {
+                    tag: tag.to_string(),
+                })
             }
             other => other.map_err(err)?,
         };
@@ -411,7 +417,9 @@ where
             .await
             .map_err(err)?;
         session.finish().await.map_err(err)?;
-        let row = row.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+        let row = row.ok_or_else(|| Error::UnknownTag {
+            tag: tag.to_string(),
+        })?;
         tag_info(&row, err)
     }
 
@@ -434,7 +442,9 @@ where
             .await
             .map_err(err)?;
         session.finish().await.map_err(err)?;
-        let row = row.ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+        let row = row.ok_or_else(|| Error::UnknownTag {
+            tag: tag.to_string(),
+        })?;
         tag_info(&row, err)
     }
 

@@ -142,7 +142,7 @@ mod suite {
         );
         assert!(matches!(
             store.segments.create_tag(&a, &TagSettings::default()).await,
-            Err(Error::TagExists(_))
+            Err(Error::TagExists { .. })
         ));
         store
             .segments
@@ -203,16 +203,16 @@ mod suite {
         );
         assert!(matches!(
             store.segments.create_tag(&dated, &settings).await,
-            Err(Error::TagExists(_))
+            Err(Error::TagExists { .. })
         ));
         let unknown = tag("nope");
         assert!(matches!(
             store.segments.allocate(&unknown, 1).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
         assert!(matches!(
             store.segments.update_tag(&unknown, &update).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
         assert_eq!(store.segments.tag_info(&unknown).await.unwrap(), None);
         assert!(matches!(
@@ -449,7 +449,7 @@ mod suite {
         );
         assert!(matches!(
             store.segments.allocate(&tag("nope"), 1_000).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
     }
 
@@ -528,7 +528,7 @@ mod suite {
         let unknown = tag("ORDERS");
         assert!(matches!(
             store.segments.give_back(&unknown, 1..6).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
     }
 
@@ -668,7 +668,7 @@ mod suite {
         let v2 = space_record(2, 900);
         assert!(matches!(
             leases.record_id_space(&v2, hwm).await,
-            Err(Error::IdSpaceRefused(_))
+            Err(Error::IdSpaceRefused { .. })
         ));
         leases.release(&lease, hwm).await.unwrap();
         // Released, the old token still renews (nothing else took the worker ID)...

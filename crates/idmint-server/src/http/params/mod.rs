@@ -2,9 +2,11 @@
 //! extractors so every refusal is an [`ApiError`] (our JSON, a 400 or 413) and never axum's
 //! plain-text rejection.
 //!
-//! The query string's parameters are `query.rs`'s; this file holds the extractors of the path,
+//! The query string's parameters are `query.rs`'s, parsed there with no axum type; this file
+//! holds the extractors: of the query (over that parsing, with this node's bounds), the path,
 //! the caller's grant and the body.
 
+use idmint_core::ErrorCode;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -15,27 +17,38 @@ use idmint_core::Tag;
 use serde::de::DeserializeOwned;
 
 use super::errors::{echo, ApiError};
+use super::state::AppState;
 use super::BODY_LIMIT;
 use crate::auth::Grant;
 
 mod query;
 
 pub(crate) use self::query::{
-    parse_decimal, Bounds, CountQuery, DecodeQuery, LeafDecodeQuery, Params, SizeQuery,
+    parse_decimal, Bounds, CountQuery, DecodeQuery, FromQuery, LeafDecodeQuery, SizeQuery,
     SnowflakeQuery,
 };
+
+/// Extracts `T` from the query string.
+#[derive(Debug)]
+pub(crate) struct Params<T>(pub T);
+
+impl<T: FromQuery> FromRequestParts<AppState> for Params<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        T::from_query(parts.uri.query().unwrap_or(""), &state.bounds).map(Params)
+    }
+}
 
 /// The one path parameter of a route, percent-decoded.
 async fn path_param<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
-    code: &'static str,
+    code: ErrorCode,
 ) -> Result<String, ApiError> {
     let params = RawPathParams::from_request_parts(parts, state)
         .await
-        .map_err(|_| {
-            ApiError::bad_request(code, "the path parameter is not UTF-8 once percent-decoded")
-        })?;
+        .map_err(|_| ApiError::new(code, "the path parameter is not UTF-8 once percent-decoded"))?;
     Ok(params
         .iter()
         .next()
@@ -75,7 +88,7 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     /// The tag, checked against the token's tag patterns when the request carries a grant
     /// (`access::require` put it there).
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "invalid_tag").await?;
+        let raw = path_param(parts, state, ErrorCode::InvalidTag).await?;
         let tag = Tag::new(&raw).map_err(ApiError::from)?;
         if let Some(grant) = parts.extensions.get::<Arc<Grant>>() {
             if !grant.allows_tag(tag.as_str().as_bytes()) {
@@ -90,8 +103,8 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
 /// the route takes.
 pub(crate) fn parse_id(raw: &str, max: u64) -> Result<u64, ApiError> {
     parse_decimal(raw).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_id",
+        ApiError::new(
+            ErrorCode::InvalidId,
             format!(
                 "an ID is a decimal integer in 0..={max}, got `{}`",
                 echo(raw)
@@ -108,7 +121,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IdText {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Ok(IdText(path_param(parts, state, "invalid_id").await?))
+        Ok(IdText(
+            path_param(parts, state, ErrorCode::InvalidId).await?,
+        ))
     }
 }
 
@@ -126,12 +141,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
+                        ErrorCode::PayloadTooLarge,
                         format!("the request body is larger than {BODY_LIMIT} bytes"),
                     )
                 } else {
-                    ApiError::bad_request("invalid_body", rejection.body_text())
+                    ApiError::new(ErrorCode::InvalidBody, rejection.body_text())
                 }
             })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -140,8 +154,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|error| {
-                ApiError::bad_request(
-                    "invalid_json",
+                ApiError::new(
+                    ErrorCode::InvalidJson,
                     format!("the body is not valid here: {error}"),
                 )
             })
