@@ -53,26 +53,6 @@ pub(super) fn parse_u64(arg: &[u8]) -> Option<u64> {
     })
 }
 
-/// A count in `1..=max`: `COUNT n` and `INCRBY tag n`. Writes the error reply on failure.
-pub(super) fn parse_count(out: &mut BytesMut, arg: &[u8], what: &str, max: u64) -> Option<u64> {
-    match parse_i64(arg) {
-        None => {
-            encode::error(out, NOT_AN_INTEGER);
-            None
-        }
-        Some(n) => match u64::try_from(n) {
-            Ok(n) if (1..=max).contains(&n) => Some(n),
-            _ => {
-                encode::error_fmt(
-                    out,
-                    format_args!("ERR {what} must be between 1 and {max}, got {n}"),
-                );
-                None
-            }
-        },
-    }
-}
-
 /// How a connection's ID replies are written.
 ///
 /// Integers by default, as Redis' `INCR` answers. JavaScript clients (ioredis, node-redis)
@@ -335,25 +315,6 @@ mod tests {
         assert_eq!(parse_u64(b"18446744073709551616"), None);
         assert_eq!(parse_u64(b"-1"), None);
         assert_eq!(parse_u64(b""), None);
-    }
-
-    #[test]
-    fn counts_are_bounded() {
-        let mut out = BytesMut::new();
-        assert_eq!(parse_count(&mut out, b"5", "COUNT", 10), Some(5));
-        assert!(out.is_empty());
-        assert_eq!(parse_count(&mut out, b"0", "COUNT", 10), None);
-        assert_eq!(&out[..], b"-ERR COUNT must be between 1 and 10, got 0\r\n");
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"11", "COUNT", 10), None);
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"-3", "COUNT", 10), None);
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"ten", "COUNT", 10), None);
-        assert_eq!(
-            &out[..],
-            b"-ERR value is not an integer or out of range\r\n"
-        );
     }
 
     #[test]
