@@ -362,6 +362,13 @@ class WithNodes(unittest.TestCase):
 class WithoutNodes(unittest.TestCase):
     """The shared logic, on its own."""
 
+    def test_the_refused_codes_are_error_codes(self):
+        from idmint_client import _errors
+
+        self.assertEqual(len(set(ic.ERROR_CODES)), len(ic.ERROR_CODES))
+        self.assertLessEqual(_errors.REFUSED_CODES, set(ic.ERROR_CODES))
+        self.assertNotIn("store_corrupt", _errors.REFUSED_CODES)
+
     def test_refusals_are_an_allow_list(self):
         from redis import exceptions as rex
         from idmint_client import _core as core
@@ -375,6 +382,10 @@ class WithoutNodes(unittest.TestCase):
         cases = [
             (err(rex.ResponseError, "tag_exhausted: `t` is used up", "ERR"), core.FATAL, ic.TagExhausted),
             (err(rex.ResponseError, "too_many_tags: 10 tags", "ERR"), core.FATAL, ic.TooManyTags),
+            # As the nodes write them: the code, a space, the message.
+            (err(rex.ResponseError, "tag_exhausted tag `t` is exhausted", "ERR"), core.FATAL, ic.TagExhausted),
+            (err(rex.ResponseError, "tag_quota tag quota: the token `a`", "ERR"), core.FATAL, ic.IdmintError),
+            (err(rex.ResponseError, "period_unavailable tag `d`: used up", "ERR"), core.FATAL, ic.PeriodUnavailable),
             (err(rex.ResponseError, "invalid tag `x y`", "ERR"), core.FATAL, ic.IdmintError),
             (err(rex.ResponseError, "unknown command 'IDMINT.X'", "ERR"), core.FATAL, ic.IdmintError),
             (err(rex.ResponseError, "value is not an integer or out of range", "ERR"), core.FATAL, None),
@@ -390,6 +401,8 @@ class WithoutNodes(unittest.TestCase):
             (err(rex.TryAgainError, "idmint is temporarily unavailable", "TRYAGAIN"), core.NODE_DOWN, None),
             (rex.ResponseError("TRYAGAIN idmint is temporarily unavailable"), core.NODE_DOWN, None),
             (rex.ResponseError("something new"), core.NODE_DOWN, None),
+            # That node's store is damaged; another node's may not be.
+            (err(rex.ResponseError, "store_corrupt store corrupt: malformed", "ERR"), core.NODE_DOWN, None),
             (rex.ResponseError("LOADING dataset"), core.NODE_DOWN, None),
             (rex.TimeoutError("timed out"), core.NODE_DOWN, None),
             (ConnectionRefusedError(), core.NODE_DOWN, None),

@@ -42,10 +42,7 @@ fn client(c: &mut Criterion) {
     runtime
         .block_on(store.create_tag(&tag, &TagSettings::default()))
         .unwrap();
-    let config = SegmentConfig {
-        max_step: STEP,
-        ..SegmentConfig::default()
-    };
+    let config = SegmentConfig::default().with_max_step(STEP);
     let buffer = SegmentBuffer::new(tag, store, clock, config, runtime.handle().clone());
     runtime.block_on(buffer.warm_up()).unwrap();
     group.bench_function("in_process", |b| {

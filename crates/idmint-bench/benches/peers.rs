@@ -68,10 +68,7 @@ ferroid::define_snowflake_id!(
 
 fn idmint() -> Arc<SnowflakeGenerator> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_secs(1),
-        ..SnowflakeConfig::default()
-    };
+    let config = SnowflakeConfig::default().with_max_lead(Duration::from_secs(1));
     let layout = Layout::parse(WIDE).unwrap();
     Arc::new(
         SnowflakeGenerator::builder(layout)

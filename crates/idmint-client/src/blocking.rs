@@ -48,7 +48,7 @@ impl BlockingClient {
             .thread_name("idmint-client")
             .enable_all()
             .build()
-            .map_err(|e| Error::Config(format!("cannot start the client's runtime: {e}")))?;
+            .map_err(|source| Error::Runtime { source })?;
         let max_wait = config.max_wait;
         let handle = runtime.handle().clone();
         let client = Client::on(config, handle.clone())?;

@@ -86,11 +86,7 @@ impl Client {
     /// A client of `config.nodes`. Opens no connection yet (the first call does); must be
     /// called inside a tokio runtime.
     pub fn new(config: ClientConfig) -> Result<Self> {
-        let runtime = Handle::try_current().map_err(|_| {
-            Error::Config(
-                "Client::new needs a tokio runtime; use BlockingClient without one".into(),
-            )
-        })?;
+        let runtime = Handle::try_current().map_err(|_| Error::NoRuntime)?;
         Self::on(config, runtime)
     }
 
@@ -268,13 +264,11 @@ impl Client {
             return Ok(buffer);
         }
         let config = &self.inner.config;
-        let segment = SegmentConfig {
-            min_step: config.min_step,
-            max_step: config.max_step,
-            target_lifetime: config.target_lifetime,
-            prefetch_at: config.prefetch_at,
-            max_wait: config.max_wait,
-        };
+        let segment = SegmentConfig::default()
+            .with_steps(config.min_step, config.max_step)
+            .with_target_lifetime(config.target_lifetime)
+            .with_prefetch_at(config.prefetch_at)
+            .with_max_wait(config.max_wait);
         let buffer = SegmentBuffer::with_source(
             tag,
             self.inner.ranges.clone(),

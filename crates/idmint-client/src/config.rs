@@ -2,13 +2,16 @@
 
 use std::time::Duration;
 
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, ConfigField, Result};
 
 /// How a [`Client`](crate::Client) reaches idmint and how it buffers.
 ///
 /// Built with [`ClientConfig::new`] and the `with_` methods; every field has a default that
-/// suits a service drawing up to some thousands of IDs a second per tag.
+/// suits a service drawing up to some thousands of IDs a second per tag. The fields can be
+/// read, and set on a config made by `new`; fields may be added in later versions, hence
+/// `#[non_exhaustive]` (no struct literal outside this crate).
 #[derive(Clone)]
+#[non_exhaustive]
 pub struct ClientConfig {
     /// The nodes' Redis-protocol addresses, `redis://host:port` or `rediss://host:port` (TLS).
     /// Tried in this order; a client stays on the first that works.
@@ -111,6 +114,12 @@ impl ClientConfig {
         self
     }
 
+    /// The share of a range used when the next one is asked for, in `0.0..=1.0`.
+    pub fn with_prefetch_at(mut self, share: f64) -> Self {
+        self.prefetch_at = share;
+        self
+    }
+
     /// How long a call may wait for IDs.
     pub fn with_max_wait(mut self, wait: Duration) -> Self {
         self.max_wait = wait;
@@ -139,36 +148,42 @@ impl ClientConfig {
 
     /// Refuses what cannot work, naming the field.
     pub(crate) fn validate(&self) -> Result<()> {
-        let refuse = |field: &str, why: &str| Err(Error::Config(format!("{field}: {why}")));
+        let refuse = |field, why: &str| Err(ConfigError::new(field, why).into());
         if self.nodes.is_empty() {
-            return refuse("nodes", "give at least one node");
+            return refuse(ConfigField::Nodes, "give at least one node");
         }
         if self.token.as_deref().is_some_and(|t| t.trim().is_empty()) {
-            return refuse("token", "is empty; leave it out for nodes without tokens");
+            return refuse(
+                ConfigField::Token,
+                "is empty; leave it out for nodes without tokens",
+            );
         }
-        if self.min_step == 0 || self.max_step < self.min_step {
-            return refuse("min_step, max_step", "need 1 <= min_step <= max_step");
+        if self.min_step == 0 {
+            return refuse(ConfigField::MinStep, "must be at least 1");
+        }
+        if self.max_step < self.min_step {
+            return refuse(ConfigField::MaxStep, "must be at least min_step");
         }
         if !(0.0..=1.0).contains(&self.prefetch_at) {
-            return refuse("prefetch_at", "must be between 0 and 1");
+            return refuse(ConfigField::PrefetchAt, "must be between 0 and 1");
         }
         let zero = Duration::ZERO;
         for (field, value) in [
-            ("target_lifetime", self.target_lifetime),
-            ("max_wait", self.max_wait),
-            ("call_timeout", self.call_timeout),
-            ("backoff", self.backoff),
-            ("snowflake_max_age", self.snowflake_max_age),
+            (ConfigField::TargetLifetime, self.target_lifetime),
+            (ConfigField::MaxWait, self.max_wait),
+            (ConfigField::CallTimeout, self.call_timeout),
+            (ConfigField::Backoff, self.backoff),
+            (ConfigField::SnowflakeMaxAge, self.snowflake_max_age),
         ] {
             if value == zero {
                 return refuse(field, "must be above zero");
             }
         }
         if self.max_backoff < self.backoff {
-            return refuse("max_backoff", "must be at least backoff");
+            return refuse(ConfigField::MaxBackoff, "must be at least backoff");
         }
         if self.snowflake_batch == 0 {
-            return refuse("snowflake_batch", "must be at least 1");
+            return refuse(ConfigField::SnowflakeBatch, "must be at least 1");
         }
         Ok(())
     }
@@ -185,25 +200,27 @@ mod tests {
             .is_ok());
         let base = || ClientConfig::new(["redis://127.0.0.1:6379"]);
         for (config, field) in [
-            (ClientConfig::new(Vec::<String>::new()), "nodes"),
-            (base().with_token(" "), "token"),
-            (base().with_steps(0, 10), "min_step"),
-            (base().with_steps(20, 10), "max_step"),
-            (base().with_max_wait(Duration::ZERO), "max_wait"),
+            (ClientConfig::new(Vec::<String>::new()), ConfigField::Nodes),
+            (base().with_token(" "), ConfigField::Token),
+            (base().with_steps(0, 10), ConfigField::MinStep),
+            (base().with_steps(20, 10), ConfigField::MaxStep),
+            (base().with_max_wait(Duration::ZERO), ConfigField::MaxWait),
             (
                 base().with_backoff(Duration::from_secs(2), Duration::from_secs(1)),
-                "max_backoff",
+                ConfigField::MaxBackoff,
             ),
             (
                 base().with_snowflakes(0, Duration::from_millis(5)),
-                "snowflake_batch",
+                ConfigField::SnowflakeBatch,
             ),
         ] {
-            let error = config.validate().err().map(|e| e.to_string());
-            assert!(
-                error.as_deref().is_some_and(|e| e.contains(field)),
-                "{field}: {error:?}"
-            );
+            match config.validate() {
+                Err(crate::Error::Config { source }) => {
+                    assert_eq!(source.field, field, "{source}");
+                    assert!(source.to_string().contains(field.name()), "{source}");
+                }
+                other => panic!("{field}: {other:?}"),
+            }
         }
         let shown = format!("{:?}", base().with_token("s3cret"));
         assert!(!shown.contains("s3cret"), "{shown}");

@@ -63,7 +63,7 @@ mod tag_table;
 pub use blocking::{BlockingClient, BlockingTagIds};
 pub use client::{Client, TagIds};
 pub use config::ClientConfig;
-pub use error::{Error, Result};
+pub use error::{ConfigError, ConfigField, Error, Result};
 /// IDs as text (base62, base36, Crockford's base32, padded decimal, with a prefix), written and
 /// read exactly as the nodes do for `format=` and `FORMAT`: `IdForm::new(Radix::Base62)
 /// .with_prefix("ord_")?.encode(id)`.

@@ -24,13 +24,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use idmint_core::Error as CoreError;
+use idmint_core::{Error as CoreError, ErrorCode};
 use redis::aio::MultiplexedConnection;
 use redis::{AsyncConnectionConfig, Client as RedisClient, FromRedisValue, RedisError};
 use tokio::time::Instant;
 
 use crate::config::ClientConfig;
-use crate::error::{Error, Result};
+use crate::error::{ConfigError, ConfigField, Result};
 use crate::stats::Stats;
 
 /// The nodes and their health.
@@ -243,13 +243,12 @@ impl Nodes {
     }
 }
 
-/// Whether an error reply is one no retry changes (see the module documentation).
+/// Whether an error reply is one no retry changes (see the module documentation): one whose
+/// code after `-ERR` is a refusal ([`refused_code`]), or one of Redis' own wordings.
 fn is_refusal(code: &str, detail: &str) -> bool {
-    const REFUSALS: [&str; 16] = [
-        "tag_exhausted",
-        "too_many_tags",
-        // The token's share of tags: every node counts the same store.
-        "tag_quota",
+    /// The starts of the refusals that carry no code: the words of Redis and of idmint's
+    /// commands for a bad command or argument.
+    const REFUSALS: [&str; 10] = [
         "invalid tag",
         "invalid argument",
         "unknown tag",
@@ -259,41 +258,55 @@ fn is_refusal(code: &str, detail: &str) -> bool {
         "syntax error",
         "value is not an integer",
         "first must not be",
-        // Runs asked of nodes that hand out permuted IDs.
-        "permuted",
-        // Ranges of a dated tag (the client then takes its IDs one at a time).
-        "dated",
-        // A dated tag's period used up (or its store's clock gone back): every node says so.
-        "period_unavailable",
         // A token sent to a node that has none.
         "AUTH <password> called without",
     ];
     match code {
         "WRONGPASS" | "NOAUTH" | "NOPERM" => true,
-        "ERR" => REFUSALS.iter().any(|r| detail.starts_with(r)),
+        "ERR" => refused_code(detail).is_some() || REFUSALS.iter().any(|r| detail.starts_with(r)),
         _ => false,
     }
 }
 
-/// A node's refusal as a core error: `tag_exhausted` keeps its meaning; the others are
-/// refusals, never retried.
+/// The code a node put right after `-ERR` (`-ERR tag_exhausted tag ...`), when it is one that
+/// every node would answer the same: the tag's IDs used up, the nodes' tag cap or the token's
+/// quota (every node counts the same store), runs asked of permuted IDs, a range of a dated tag
+/// (the client then takes its IDs one at a time), a dated tag's period used up. Any other code
+/// there (`store_corrupt`: that node's store) is the node's failure.
+fn refused_code(detail: &str) -> Option<ErrorCode> {
+    let word = detail.split(' ').next()?;
+    let code = word.parse::<ErrorCode>().ok()?;
+    matches!(
+        code,
+        ErrorCode::TagExhausted
+            | ErrorCode::TooManyTags
+            | ErrorCode::TagQuota
+            | ErrorCode::Permuted
+            | ErrorCode::Dated
+            | ErrorCode::PeriodUnavailable
+    )
+    .then_some(code)
+}
+
+/// A node's refusal as a core error: `tag_exhausted`, `period_unavailable` and `dated` keep
+/// their meaning; the others are refusals, never retried.
 fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreError {
-    if detail.starts_with("tag_exhausted") {
-        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
-        return CoreError::TagExhausted { tag };
+    let tag = || detail.split('`').nth(1).unwrap_or("?").to_owned();
+    let named = refused_code(detail);
+    if named == Some(ErrorCode::TagExhausted) {
+        return CoreError::TagExhausted { tag: tag() };
     }
-    if let Some(reason) = detail.strip_prefix("period_unavailable ") {
-        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
+    if named == Some(ErrorCode::PeriodUnavailable) {
+        let reason = detail.split_once(' ').map_or("", |(_, rest)| rest);
         return CoreError::PeriodUnavailable {
-            tag,
+            tag: tag(),
             reason: reason.to_owned(),
         };
     }
-    if detail.starts_with("dated") {
-        let tag = detail.split('`').nth(1).unwrap_or("?").to_owned();
-        return CoreError::DatedRangeRefused { tag };
+    if named == Some(ErrorCode::Dated) {
+        return CoreError::DatedRangeRefused { tag: tag() };
     }
-    if detail.starts_with("permuted") {
+    if named == Some(ErrorCode::Permuted) {
         return CoreError::store_invalid(format!(
             "{address} hands out its IDs permuted (serve --permutation-key-file): this client \
              keeps segment IDs as runs of consecutive IDs, which permuted IDs are not; take \
@@ -307,13 +320,16 @@ fn refusal(address: &str, code: &str, detail: &str, error: RedisError) -> CoreEr
 impl Node {
     fn new(url: &str, config: &ClientConfig) -> Result<Self> {
         use redis::IntoConnectionInfo;
-        let bad = |why: String| Error::Config(format!("nodes: `{url}`: {why}"));
-        let info = url.into_connection_info().map_err(|e| bad(e.to_string()))?;
+        let bad = |why: &str| ConfigError::new(ConfigField::Nodes, format!("`{url}`: {why}"));
+        let info = url
+            .into_connection_info()
+            .map_err(|e| bad("not a usable redis:// or rediss:// URL").caused_by(e))?;
         if info.redis_settings().password().is_some() {
-            return Err(bad("give the token in `token`, not in the URL".into()));
+            return Err(bad("give the token in `token`, not in the URL").into());
         }
         let address = info.addr().to_string();
-        let client = open_client(info, config).map_err(|e| bad(e.to_string()))?;
+        let client = open_client(info, config)
+            .map_err(|e| bad("the Redis client cannot connect to it").caused_by(e))?;
         Ok(Self {
             address,
             client,
@@ -396,4 +412,40 @@ fn open_client(
     }
     let _ = config;
     RedisClient::open(info)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_read_by_their_code_or_redis_wording() {
+        for detail in [
+            "tag_exhausted tag `t` is exhausted: ...",
+            "period_unavailable tag `t`: the period 20261127 is used up",
+            "dated tag `t` is dated: ...",
+            "permuted this node hands out its IDs permuted",
+            "too_many_tags too many tags: ...",
+            "tag_quota tag quota: ...",
+            "unknown tag `t`",
+            "syntax error",
+        ] {
+            assert!(is_refusal("ERR", detail), "{detail}");
+        }
+        assert!(is_refusal("WRONGPASS", "invalid username-password pair"));
+        // A damaged store is that node's trouble, and a retryable error any node's.
+        for (code, detail) in [
+            ("ERR", "store_corrupt store corrupt: malformed"),
+            ("ERR", "max number of clients reached"),
+            ("ERR", "tag_exhaustedness is not a code"),
+            ("TRYAGAIN", "idmint is temporarily unavailable: ..."),
+        ] {
+            assert!(!is_refusal(code, detail), "{code} {detail}");
+        }
+        assert_eq!(
+            refused_code("period_unavailable tag `t`: ..."),
+            Some(ErrorCode::PeriodUnavailable)
+        );
+        assert_eq!(refused_code("store_corrupt store corrupt"), None);
+    }
 }

@@ -15,11 +15,10 @@ use idmint_core::{Clock, Permutation, SnowflakeConfig, SnowflakeGenerator, Syste
 fn permutation(c: &mut Criterion) {
     let key = Permutation::from_bytes(*b"benchmark key 16");
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_secs(3_600),
-        max_wait: Duration::from_secs(1),
-        spread_bits: 0,
-    };
+    let config = SnowflakeConfig::default()
+        .with_max_lead(Duration::from_secs(3_600))
+        .with_max_wait(Duration::from_secs(1))
+        .with_spread_bits(0);
     let generator =
         SnowflakeGenerator::builder(Layout::parse("time:41@1ms,worker:1,seq:21").unwrap())
             .clock(clock)

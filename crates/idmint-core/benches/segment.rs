@@ -29,11 +29,7 @@ fn buffer() -> (tokio::runtime::Runtime, Arc<SegmentBuffer>) {
     let clock = Arc::new(SystemClock::new());
     let store = Arc::new(MemoryStore::new(clock.clone()));
     let tag = Tag::new("bench").unwrap();
-    let config = SegmentConfig {
-        min_step: MAX_SEGMENT_LEN,
-        max_step: MAX_SEGMENT_LEN,
-        ..SegmentConfig::default()
-    };
+    let config = SegmentConfig::default().with_steps(MAX_SEGMENT_LEN, MAX_SEGMENT_LEN);
     let buffer = runtime.block_on(async {
         let settings = TagSettings {
             step: MAX_SEGMENT_LEN,

@@ -23,11 +23,10 @@ use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
 
 fn generator(spec: &str, max_lead: Duration) -> Arc<SnowflakeGenerator> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let config = SnowflakeConfig {
-        max_lead,
-        max_wait: Duration::from_secs(1),
-        spread_bits: 0,
-    };
+    let config = SnowflakeConfig::default()
+        .with_max_lead(max_lead)
+        .with_max_wait(Duration::from_secs(1))
+        .with_spread_bits(0);
     let layout = Layout::parse(spec).unwrap();
     Arc::new(
         SnowflakeGenerator::builder(layout)

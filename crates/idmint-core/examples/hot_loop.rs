@@ -21,10 +21,7 @@ fn main() {
     let local = args.get(2).is_some_and(|arg| arg == "local");
     let threads: u64 = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(1);
     let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_secs(1),
-        ..SnowflakeConfig::default()
-    };
+    let config = SnowflakeConfig::default().with_max_lead(Duration::from_secs(1));
     let layout = Layout::parse("time:41@1ms,seq:22").unwrap();
     let gen = SnowflakeGenerator::builder(layout)
         .clock(clock)

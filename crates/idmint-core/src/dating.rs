@@ -318,7 +318,7 @@ impl Dating {
 
     /// The first instant of the period starting on `first`: its local midnight, the earlier
     /// one when midnight happens twice, or the end of the gap when a daylight-saving change
-    /// skips it. `None` before 1970 or past what `u64` ms hold.
+    /// skips it; 0 for a period begun before 1970. `None` past what `u64` ms hold.
     fn start_of(&self, first: NaiveDate) -> Option<u64> {
         let midnight = first.and_hms_opt(0, 0, 0)?;
         // Gaps in the tz database are whole quarter hours and at most a few hours long.
@@ -329,7 +329,9 @@ impl Dating {
                 LocalResult::Ambiguous(earlier, _) => Some(earlier),
                 LocalResult::None => None,
             }
-            .map(|at| u64::try_from(at.timestamp_millis()).ok())
+            // A period begun before 1970 (the first year or month, east of Greenwich) starts,
+            // for us, at the Unix epoch: no instant before it can be named.
+            .map(|at| u64::try_from(at.timestamp_millis().max(0)).ok())
         })?
     }
 

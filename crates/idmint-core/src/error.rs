@@ -3,14 +3,17 @@
 //! Every variant is something a caller can act on: a bad input to fix, a wait that may succeed
 //! if retried, a store that is down, or a limit that will never lift (layout exhausted). The
 //! server maps them to HTTP statuses and Redis `-ERR` replies, so the split between them is part
-//! of the contract: [`Error::is_retryable`] says which ones a client may simply try again.
+//! of the contract: [`Error::code`] is the [`ErrorCode`] clients see, and
+//! [`Error::is_retryable`] says which ones a client may simply try again.
+//!
+//! This module depends on no other module of the crate but the codes: a variant carries plain
+//! data (numbers, text the module raising it wrote), so the modules that raise errors own
+//! their wording and the error type can be read, and changed, on its own.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::id_space::{IdSpace, IdSpaceRecord};
-use crate::layout::format_ms_rfc3339;
-use crate::store::LeaseInfo;
+use crate::error_code::ErrorCode;
 
 /// Result alias used throughout `idmint-core`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -172,7 +175,7 @@ pub enum Error {
     #[error(
         "{cause}; waited {} (worker_wait) for a worker lease to expire{}",
         seconds(.waited),
-        soonest_expiry(.first_to_expire)
+        soonest_expiry(.first_to_expire.as_ref())
     )]
     WorkerWaitRanOut {
         /// The store's last refusal: [`Error::NoWorkerFree`] or [`Error::WorkerHeld`].
@@ -181,17 +184,24 @@ pub enum Error {
         waited: Duration,
         /// The live lease that expires first (among those the node could take), when the
         /// store could list them.
-        first_to_expire: Option<LeaseInfo>,
+        first_to_expire: Option<ExpiringLease>,
     },
 
     /// The worker ID a node was given has a high-water mark further ahead of the node's clock
     /// than `max_lead`: an earlier holder issued IDs up to a time this clock has not reached
     /// (typically a restart with the clock stepped back). Under the clock policy `fail` the
     /// node refuses the worker ID rather than wait or switch.
+    ///
+    /// Retryable, code [`ErrorCode::ClockBehind`] like [`Error::ClockBehind`]: nothing but the
+    /// clock has to change, and it does by itself. The same request succeeds once the clock has
+    /// reached the mark (the lease keeper retries it while re-acquiring; a node refused at start
+    /// starts when run again then), which is what the message says, beside the two ways not
+    /// to wait.
     #[error(
         "the clock is {behind_ms} ms behind the high-water mark of worker {worker_id} \
-         (IDs up to then were already issued); clock policy `fail` refuses to continue: fix the \
-         clock, or use the policy `wait` or `switch`"
+         (IDs up to then were already issued); clock policy `fail` takes no worker ID before \
+         the clock reaches it: try again in {behind_ms} ms, fix the clock, or use the policy \
+         `wait` or `switch`"
     )]
     ClockBehindHwm {
         /// The worker ID refused.
@@ -201,8 +211,11 @@ pub enum Error {
     },
 
     /// The tag does not exist in the store.
-    #[error("unknown tag `{0}`")]
-    UnknownTag(String),
+    #[error("unknown tag `{tag}`")]
+    UnknownTag {
+        /// The tag.
+        tag: String,
+    },
 
     /// This node already serves as many tags as it may (`--max-tags`): the tag is neither
     /// created nor loaded. Not retryable: it takes a higher limit (or fewer tags), which keeps
@@ -241,18 +254,25 @@ pub enum Error {
     },
 
     /// The tag already exists (on create).
-    #[error("tag `{0}` already exists")]
-    TagExists(String),
+    #[error("tag `{tag}` already exists")]
+    TagExists {
+        /// The tag.
+        tag: String,
+    },
 
     /// The tag has reached the end of its ID space: the IDs left before
     /// [`MAX_SEGMENT_ID`](crate::store::MAX_SEGMENT_ID) (none, or fewer than a request that
     /// must be served whole needs) cannot serve the call. Not retryable: the end never moves.
     /// A distinct error, rather than a store refusal, so clients and operators can tell a tag
     /// that is used up (start a new tag) from a store in trouble.
+    ///
+    /// The last ID is written out as `i64::MAX - 1` (`MAX_SEGMENT_ID - 1`: the store keeps
+    /// `max_id` in a signed 64-bit column) so this module needs nothing of `store`; a test
+    /// there checks the two agree.
     #[error(
         "tag `{tag}` is exhausted: too few IDs are left below its end (the last ID is \
          {last_id}) to serve this request",
-        last_id = crate::store::MAX_SEGMENT_ID - 1
+        last_id = i64::MAX - 1
     )]
     TagExhausted {
         /// The tag.
@@ -297,12 +317,12 @@ pub enum Error {
     /// A node's layout, epoch or datacenter differs from the ID space the store pins for its
     /// namespace: under other settings its ticks would become other values, and the fenced
     /// high-water mark could no longer keep them unique.
-    #[error("{}", id_space_mismatch(stored, given))]
+    #[error("{message}")]
     IdSpaceMismatch {
-        /// The space in force in the store.
-        stored: Box<IdSpaceRecord>,
-        /// The node's.
-        given: Box<IdSpace>,
+        /// What differs (`epoch`, `layout`, `datacenter`, `permutation key`).
+        differences: Vec<&'static str>,
+        /// Both spaces, what differs, and the two ways on (written by `id_space`).
+        message: String,
     },
 
     /// The namespace has worker leases with high-water marks but no recorded ID space: nodes
@@ -316,16 +336,19 @@ pub enum Error {
          [--epoch EPOCH] [--datacenter N]` (this node was given {given}), then start it again"
     )]
     IdSpaceUnrecorded {
-        /// The space this node was given.
-        given: Box<IdSpace>,
+        /// The space this node was given, as `IdSpace` shows it.
+        given: String,
         /// How many worker IDs have a high-water mark.
         workers: u64,
     },
 
     /// A change of ID space was refused: it would overlap IDs already issued, or nodes of the
     /// current space still run. Nothing was changed.
-    #[error("ID space change refused: {0}")]
-    IdSpaceRefused(String),
+    #[error("ID space change refused: {reason}")]
+    IdSpaceRefused {
+        /// Why, with the IDs or nodes in the way.
+        reason: String,
+    },
 
     /// The store's ID space changed while this node ran on an older one (a worker lease is
     /// asked for under the old space): the node must be restarted with the new settings.
@@ -341,64 +364,53 @@ pub enum Error {
     },
 }
 
-/// The message of [`Error::IdSpaceMismatch`]: both spaces, what differs, and the two ways on.
-fn id_space_mismatch(stored: &IdSpaceRecord, given: &IdSpace) -> String {
-    let names = stored.space.differences(given);
-    if names == ["permutation key"] {
-        let shown = |space: &IdSpace| match &space.permutation {
-            Some(fingerprint) => format!("key {fingerprint}"),
-            None => "no permutation key".to_owned(),
-        };
-        return format!(
-            "this node's permutation key differs from the one pinned in the store for its \
-             namespace: stored {}, given {}. Another key (or none) would hand out values the \
-             namespace's nodes hand out too, and a namespace's key never changes: start the \
-             node with the namespace's key file (`--permutation-key-file`), or give the new \
-             key a new namespace (`--namespace`)",
-            shown(&stored.space),
-            shown(given)
-        );
-    }
-    let verb = if names.len() == 1 {
-        "differs"
-    } else {
-        "differ"
-    };
-    let differ = match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        _ => names.join(""),
-    };
-    format!(
-        "this node's ID space differs from the one pinned in the store for its namespace \
-         (version {}): stored {}; given {given}. The {differ} {verb}, and under other settings \
-         the same worker and time would make other IDs, some already issued. Start the node \
-         with the stored settings, or move the namespace to the new space with \
-         `idmint id-space change` (it accepts only a space whose IDs all lie above those \
-         already issued)",
-        stored.version, stored.space
-    )
-}
-
 impl Error {
+    /// The code clients see for this error (the HTTP API's `error.code`, and the word after
+    /// `-ERR` for those the Redis protocol names). An argument named `shard` or `id` has its own
+    /// code, as the HTTP API reports those by the parameter; [`Error::WorkerWaitRanOut`] has the
+    /// code of its cause.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::InvalidLayout { .. } => ErrorCode::InvalidLayout,
+            Error::InvalidEpoch { .. } => ErrorCode::InvalidEpoch,
+            Error::InvalidArgument { name: "shard", .. } => ErrorCode::InvalidShard,
+            Error::InvalidArgument { name: "id", .. } => ErrorCode::InvalidId,
+            Error::InvalidArgument { .. } => ErrorCode::InvalidArgument,
+            Error::InvalidTag { .. } => ErrorCode::InvalidTag,
+            Error::LayoutExhausted { .. } => ErrorCode::LayoutExhausted,
+            Error::ClockBeforeEpoch { .. } => ErrorCode::ClockBeforeEpoch,
+            Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => ErrorCode::ClockBehind,
+            Error::HwmNotGranted { .. } => ErrorCode::HwmNotGranted,
+            Error::SegmentUnavailable { .. } => ErrorCode::SegmentUnavailable,
+            Error::StoreUnavailable { .. } => ErrorCode::StoreUnavailable,
+            Error::StoreConflict { .. } => ErrorCode::StoreConflict,
+            Error::StoreInvalid { .. } => ErrorCode::StoreInvalid,
+            Error::StoreCorrupt { .. } => ErrorCode::StoreCorrupt,
+            Error::LeaseLost { .. } => ErrorCode::LeaseLost,
+            Error::GeneratorClosed => ErrorCode::ShuttingDown,
+            Error::NoWorkerFree { .. } => ErrorCode::NoWorkerFree,
+            Error::WorkerHeld { .. } => ErrorCode::WorkerHeld,
+            Error::WorkerWaitRanOut { cause, .. } => cause.code(),
+            Error::UnknownTag { .. } => ErrorCode::UnknownTag,
+            Error::TooManyTags { .. } => ErrorCode::TooManyTags,
+            Error::TagQuota { .. } => ErrorCode::TagQuota,
+            Error::TagExists { .. } => ErrorCode::TagExists,
+            Error::TagExhausted { .. } => ErrorCode::TagExhausted,
+            Error::PeriodUnavailable { .. } => ErrorCode::PeriodUnavailable,
+            Error::DatedRangeRefused { .. } => ErrorCode::Dated,
+            Error::IdSpaceMismatch { .. } => ErrorCode::IdSpaceMismatch,
+            Error::IdSpaceUnrecorded { .. } => ErrorCode::IdSpaceUnrecorded,
+            Error::IdSpaceRefused { .. } => ErrorCode::IdSpaceRefused,
+            Error::IdSpaceChanged { .. } => ErrorCode::IdSpaceChanged,
+        }
+    }
+
     /// True when the same call may succeed later without any change by the caller: a bounded
     /// wait ran out, or the store is down. Bad input, exhausted layouts and tags, and a corrupt
-    /// store are not retryable.
+    /// store are not retryable. The retryability of the [`code`](Error::code), so a client that
+    /// reads only the code decides the same.
     pub fn is_retryable(&self) -> bool {
-        if let Error::WorkerWaitRanOut { cause, .. } = self {
-            return cause.is_retryable();
-        }
-        matches!(
-            self,
-            Error::ClockBehind { .. }
-                | Error::ClockBehindHwm { .. }
-                | Error::HwmNotGranted { .. }
-                | Error::SegmentUnavailable { .. }
-                | Error::StoreUnavailable { .. }
-                | Error::StoreConflict { .. }
-                | Error::LeaseLost { .. }
-                | Error::GeneratorClosed
-                | Error::NoWorkerFree { .. }
-        )
+        self.code().is_retryable()
     }
 
     /// [`Error::StoreUnavailable`] without a cause (see [`Error::caused_by`]).
@@ -507,14 +519,25 @@ fn seconds(waited: &Duration) -> String {
 }
 
 /// The tail of [`Error::WorkerWaitRanOut`]'s message: which lease would have expired first.
-fn soonest_expiry(lease: &Option<LeaseInfo>) -> String {
+fn soonest_expiry(lease: Option<&ExpiringLease>) -> String {
     match lease {
         Some(lease) => format!(
             "; the first to expire, worker {}'s held by `{}`, runs until {}",
-            lease.worker_id,
-            lease.node_name,
-            format_ms_rfc3339(lease.expires_at_ms)
+            lease.worker_id, lease.node_name, lease.expires_at
         ),
         None => String::new(),
     }
+}
+
+/// The live worker lease a node waited for in vain ([`Error::WorkerWaitRanOut`]): plain data,
+/// made from the store's lease row by `store`, so this module needs nothing of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ExpiringLease {
+    /// The worker ID.
+    pub worker_id: u64,
+    /// The node that holds it.
+    pub node_name: String,
+    /// When it expires, RFC 3339 UTC.
+    pub expires_at: String,
 }

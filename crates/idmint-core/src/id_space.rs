@@ -151,9 +151,47 @@ pub fn check_pinned<'a>(
         return Ok(Some(current));
     }
     Err(Error::IdSpaceMismatch {
-        stored: Box::new(current.clone()),
-        given: Box::new(given.clone()),
+        differences: current.space.differences(given),
+        message: mismatch_message(current, given),
     })
+}
+
+/// The message of [`Error::IdSpaceMismatch`]: both spaces, what differs, and the two ways on.
+fn mismatch_message(stored: &IdSpaceRecord, given: &IdSpace) -> String {
+    let names = stored.space.differences(given);
+    if names == ["permutation key"] {
+        let shown = |space: &IdSpace| match &space.permutation {
+            Some(fingerprint) => format!("key {fingerprint}"),
+            None => "no permutation key".to_owned(),
+        };
+        return format!(
+            "this node's permutation key differs from the one pinned in the store for its \
+             namespace: stored {}, given {}. Another key (or none) would hand out values the \
+             namespace's nodes hand out too, and a namespace's key never changes: start the \
+             node with the namespace's key file (`--permutation-key-file`), or give the new \
+             key a new namespace (`--namespace`)",
+            shown(&stored.space),
+            shown(given)
+        );
+    }
+    let verb = if names.len() == 1 {
+        "differs"
+    } else {
+        "differ"
+    };
+    let differ = match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.join(""),
+    };
+    format!(
+        "this node's ID space differs from the one pinned in the store for its namespace \
+         (version {}): stored {}; given {given}. The {differ} {verb}, and under other settings \
+         the same worker and time would make other IDs, some already issued. Start the node \
+         with the stored settings, or move the namespace to the new space with \
+         `idmint id-space change` (it accepts only a space whose IDs all lie above those \
+         already issued)",
+        stored.version, stored.space
+    )
 }
 
 /// The index in `history` of the record whose range of values holds `id`: the newest one
@@ -192,16 +230,14 @@ pub fn plan_change(
     now_ms: u64,
 ) -> Result<SpaceChange> {
     if current.space == *new {
-        return Err(Error::IdSpaceRefused(format!(
-            "the store already pins {new} (version {})",
-            current.version
-        )));
+        return Err(Error::IdSpaceRefused {
+            reason: format!("the store already pins {new} (version {})", current.version),
+        });
     }
     if current.space.permutation != new.permutation {
-        return Err(Error::IdSpaceRefused(permutation_fixed(
-            &current.space,
-            new,
-        )));
+        return Err(Error::IdSpaceRefused {
+            reason: permutation_fixed(&current.space, new),
+        });
     }
     let old_layout = current.space.to_layout()?;
     let new_layout = new.to_layout()?;
@@ -212,14 +248,9 @@ pub fn plan_change(
     let above = issued_up_to.is_none_or(|max| first_id > max);
     if !above {
         let max = issued_up_to.unwrap_or(0);
-        return Err(Error::IdSpaceRefused(refusal(
-            new,
-            &new_layout,
-            first_id,
-            max,
-            max_hwm_ms,
-            now_ms,
-        )));
+        return Err(Error::IdSpaceRefused {
+            reason: refusal(new, &new_layout, first_id, max, max_hwm_ms, now_ms),
+        });
     }
     Ok(SpaceChange {
         record: IdSpaceRecord {
@@ -304,11 +335,13 @@ pub fn check_record(
         return Ok(());
     }
     if live_leases > 0 {
-        return Err(Error::IdSpaceRefused(format!(
-            "{live_leases} worker lease(s) are live: stop every node of this namespace first, \
+        return Err(Error::IdSpaceRefused {
+            reason: format!(
+                "{live_leases} worker lease(s) are live: stop every node of this namespace first, \
              and remove an in-database function (`idmint sql uninstall`) if one is installed \
              (`idmint id-space show` lists them)"
-        )));
+            ),
+        });
     }
     if max_hwm_ms > hwm_bound_ms {
         return Err(Error::store_conflict(format!(
@@ -416,10 +449,10 @@ mod tests {
         );
         assert!(matches!(check_pinned(&[], &space(SPEC, EPOCH)), Ok(None)));
         let moved = space(SPEC, EPOCH + 2_011);
-        let Err(Error::IdSpaceMismatch { stored, given }) = check_pinned(&history, &moved) else {
+        let Err(Error::IdSpaceMismatch { differences, .. }) = check_pinned(&history, &moved) else {
             panic!("a moved epoch must be refused");
         };
-        assert_eq!(stored.space.differences(&given), ["epoch"]);
+        assert_eq!(differences, ["epoch"]);
         let message = check_pinned(&history, &moved)
             .err()
             .map(|e| e.to_string())
@@ -453,7 +486,7 @@ mod tests {
             let mut to = to.clone();
             to.epoch_ms = EPOCH - 86_400_000;
             let refused = plan_change(&current, &to, 0, NOW);
-            let Err(Error::IdSpaceRefused(reason)) = refused else {
+            let Err(Error::IdSpaceRefused { reason }) = refused else {
                 panic!("a permutation change must be refused: {refused:?}");
             };
             assert!(reason.contains("new namespace"), "{reason}");
@@ -480,7 +513,7 @@ mod tests {
         let current = first(SPEC, EPOCH);
         // The old space's nodes issued up to NOW; the new epoch is 2,011 ms later.
         let refused = plan_change(&current, &space(SPEC, EPOCH + 2_011), NOW, NOW);
-        let Err(Error::IdSpaceRefused(reason)) = refused else {
+        let Err(Error::IdSpaceRefused { reason }) = refused else {
             panic!("an overlapping space must be refused: {refused:?}");
         };
         assert!(reason.contains("accepted from"), "{reason}");
@@ -517,10 +550,16 @@ mod tests {
             NOW,
             NOW,
         );
-        assert!(matches!(sony, Err(Error::IdSpaceRefused(_))), "{sony:?}");
+        assert!(
+            matches!(sony, Err(Error::IdSpaceRefused { .. })),
+            "{sony:?}"
+        );
         // Fewer bits below the time field: the same moment is a smaller value.
         let lower = plan_change(&current, &space("time:51@1ms,seq:12", EPOCH), NOW, NOW);
-        assert!(matches!(lower, Err(Error::IdSpaceRefused(_))), "{lower:?}");
+        assert!(
+            matches!(lower, Err(Error::IdSpaceRefused { .. })),
+            "{lower:?}"
+        );
         // One more bit below it: every tick is worth twice as much, so the same time lies higher.
         let higher = plan_change(
             &current,
@@ -543,7 +582,10 @@ mod tests {
         // A third space must still lie above the second's first ID.
         let second = change.record;
         let lower = plan_change(&second, &space(SPEC, EPOCH + 10_000), 0, NOW);
-        assert!(matches!(lower, Err(Error::IdSpaceRefused(_))), "{lower:?}");
+        assert!(
+            matches!(lower, Err(Error::IdSpaceRefused { .. })),
+            "{lower:?}"
+        );
         assert!(plan_change(&second, &space(SPEC, EPOCH + 5_000), 0, NOW).is_err());
     }
 
@@ -571,7 +613,7 @@ mod tests {
         // later.
         let current = first("worker:10,time:41@1ms,seq:12", EPOCH);
         let refused = plan_change(&current, &space(SPEC, EPOCH), NOW, NOW);
-        let Err(Error::IdSpaceRefused(reason)) = refused else {
+        let Err(Error::IdSpaceRefused { reason }) = refused else {
             panic!("the top bits were issued already: {refused:?}");
         };
         // Only near the end of the new layout's time field (2094) do its IDs pass them.
@@ -602,7 +644,7 @@ mod tests {
         let same_shift = space("time:31@1s,worker:11,seq:21", EPOCH);
         let refused = plan_change(&current, &same_shift, hwm, NOW + 600);
         assert!(
-            matches!(refused, Err(Error::IdSpaceRefused(_))),
+            matches!(refused, Err(Error::IdSpaceRefused { .. })),
             "{refused:?}"
         );
         assert!(plan_change(&current, &same_shift, hwm, NOW + 1_000).is_ok());

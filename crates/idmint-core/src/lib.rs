@@ -38,9 +38,11 @@
 //!
 //! None is on by default, so the crate is what it says, no I/O: no runtime, no serialization
 //! framework. `async` adds the segment buffer and the in-memory store, on tokio; `serde` adds
-//! `Serialize` to layouts, decoded IDs, tags and store records. The store traits are always
-//! there: they are plain traits (async-trait is a macro, not a runtime), and implementing them
-//! belongs to the crates that do I/O, such as idmint-store.
+//! `Serialize` to layouts, decoded IDs, tags and store records; `conformance` (with `async`)
+//! exports the store conformance suite (`store::conformance`), the checks every implementation
+//! of the store traits runs in its tests. The store traits are always there: they are plain
+//! traits (async-trait is a macro, not a runtime), and implementing them belongs to the crates
+//! that do I/O, such as idmint-store.
 
 // docs.rs builds with `--cfg docsrs` on nightly: items behind a cargo feature show which.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -54,6 +56,7 @@ pub mod backoff;
 pub mod clock;
 pub mod dating;
 pub mod error;
+pub mod error_code;
 pub mod form;
 pub mod id_space;
 pub mod layout;
@@ -71,6 +74,7 @@ pub use backoff::Backoff;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use dating::{DatedForm, Dating, Period};
 pub use error::{Error, Result};
+pub use error_code::ErrorCode;
 pub use form::{IdForm, Radix};
 pub use id_space::{IdSpace, IdSpaceRecord};
 pub use layout::{DecodedId, FieldKind, Layout, TimeUnit};

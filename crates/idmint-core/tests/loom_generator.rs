@@ -26,11 +26,10 @@ fn generator_on(clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> {
 
 fn generator_of(spec: &str, clock: Arc<ManualClock>) -> Arc<SnowflakeGenerator> {
     let layout = Layout::parse(spec).unwrap();
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_millis(3),
-        max_wait: Duration::ZERO,
-        spread_bits: 0,
-    };
+    let config = SnowflakeConfig::default()
+        .with_max_lead(Duration::from_millis(3))
+        .with_max_wait(Duration::ZERO)
+        .with_spread_bits(0);
     Arc::new(
         SnowflakeGenerator::builder(layout)
             .worker(1)

@@ -61,7 +61,7 @@ async fn may_record_first(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<
         return Ok(false);
     }
     Err(Error::IdSpaceUnrecorded {
-        given: Box::new(given.clone()),
+        given: given.to_string(),
         workers: issued,
     })
 }
@@ -72,11 +72,13 @@ async fn may_record_first(leases: &dyn WorkerLeases, given: &IdSpace) -> Result<
 pub async fn adopt(leases: &dyn WorkerLeases, space: &IdSpace) -> Result<IdSpaceRecord> {
     let history = leases.id_spaces().await?;
     if let Some(current) = history.last() {
-        return Err(Error::IdSpaceRefused(format!(
-            "this namespace already records its ID space (version {}: {}); use \
+        return Err(Error::IdSpaceRefused {
+            reason: format!(
+                "this namespace already records its ID space (version {}: {}); use \
              `idmint id-space change` to move it",
-            current.version, current.space
-        )));
+                current.version, current.space
+            ),
+        });
     }
     leases
         .record_id_space(&IdSpaceRecord::first(space.clone()), 0)
@@ -129,9 +131,9 @@ pub async fn change(
     let max_hwm_ms = workers.iter().map(|w| w.hwm_ms).max().unwrap_or(0);
     let change = plan_change(current, new, max_hwm_ms, now_ms).map_err(|error| {
         match (error, live_leases.is_empty()) {
-            (Error::IdSpaceRefused(reason), false) => {
-                Error::IdSpaceRefused(format!("{reason}; and {}", leases_held(&live_leases)))
-            }
+            (Error::IdSpaceRefused { reason }, false) => Error::IdSpaceRefused {
+                reason: format!("{reason}; and {}", leases_held(&live_leases)),
+            },
             (error, _) => error,
         }
     })?;
@@ -162,11 +164,12 @@ pub fn leases_held(live: &[LeaseInfo]) -> String {
 
 /// The refusal of a change in a namespace where no space is recorded yet.
 pub fn nothing_recorded() -> Error {
-    Error::IdSpaceRefused(
-        "no ID space is recorded in this namespace yet: the first node that serves snowflakes \
+    Error::IdSpaceRefused {
+        reason:
+            "no ID space is recorded in this namespace yet: the first node that serves snowflakes \
          records its own settings, so start it with the new ones"
-            .into(),
-    )
+                .into(),
+    }
 }
 
 /// Refuses while any node holds a live lease: it could issue above any HWM read now.
@@ -175,11 +178,13 @@ fn refuse_live_leases(workers: &[LeaseInfo]) -> Result<()> {
     if live.is_empty() {
         return Ok(());
     }
-    Err(Error::IdSpaceRefused(format!(
-        "{}: stop every node of this namespace, or wait for the leases of killed ones to \
+    Err(Error::IdSpaceRefused {
+        reason: format!(
+            "{}: stop every node of this namespace, or wait for the leases of killed ones to \
          expire, then try again (--dry-run shows the plan meanwhile)",
-        leases_held(&live)
-    )))
+            leases_held(&live)
+        ),
+    })
 }
 
 /// The layout of every recorded space, to decode an ID with the space whose range of values

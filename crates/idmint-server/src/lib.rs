@@ -18,12 +18,10 @@ pub mod http;
 pub mod id_space;
 pub mod ids;
 pub mod io_threads;
-pub mod metered_store;
 pub mod permutation_key;
 pub mod resp;
 pub mod serve;
-pub mod store_calls;
-pub mod store_layer;
+pub mod store;
 mod tally;
 pub mod telemetry;
 #[cfg(test)]

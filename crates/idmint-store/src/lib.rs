@@ -48,7 +48,7 @@ pub use self::set::{open_set, SetOptions, SetStatus, StoreState, RETRY_AFTER};
 /// Snowflake IDs made inside PostgreSQL by a function a column default calls.
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
-pub use self::sql::pg_function as in_database;
+pub use self::sql::in_database;
 
 /// How to open a store.
 #[derive(Debug, Clone, PartialEq, Eq)]

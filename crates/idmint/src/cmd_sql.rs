@@ -9,7 +9,7 @@ use anyhow::Result;
 use clap::{Args, Subcommand};
 use idmint_core::{IdSpace, Layout};
 use idmint_server::id_space;
-use idmint_store::in_database::{self, FunctionRequest};
+use idmint_store::in_database::{self, InstallRequest};
 use idmint_store::{Backend, Location};
 
 use crate::error::InputError;
@@ -130,7 +130,7 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                     )
                     .into());
                 };
-                let request = FunctionRequest {
+                let request = InstallRequest {
                     space,
                     workers: install.workers,
                     max_lead: install.max_lead,
@@ -173,9 +173,9 @@ pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
                     // while it is installed: the newest one is the function's.
                     let spaces = store.leases.id_spaces().await?;
                     let Some(space) = spaces.last() else {
-                        return Err(idmint_core::Error::IdSpaceRefused(
-                            "no ID space is recorded in this namespace".into(),
-                        ));
+                        return Err(idmint_core::Error::IdSpaceRefused {
+                            reason: "no ID space is recorded in this namespace".into(),
+                        });
                     };
                     in_database::uninstall(&location, &options, &space.space.to_layout()?).await
                 })

@@ -12,6 +12,7 @@ base32, padded decimal, with a prefix) and reads them back, as the server does.
 
 from ._async import AsyncClient
 from ._errors import (
+    ERROR_CODES,
     AuthError,
     ClientClosed,
     ConfigError,
@@ -25,6 +26,7 @@ from ._sync import Client
 from .forms import IdForm
 
 __all__ = [
+    "ERROR_CODES",
     "AsyncClient",
     "AuthError",
     "Client",

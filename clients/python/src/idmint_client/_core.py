@@ -16,6 +16,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from ._errors import (
+    REFUSED_CODES,
     AuthError,
     ConfigError,
     DatedTag,
@@ -256,16 +257,10 @@ _AUTH_CODES = ("WRONGPASS", "NOAUTH", "NOPERM")
 #: What a node without tokens answers a token: a refusal too (configuration, not an outage).
 _NO_PASSWORD = "AUTH <password> called without"
 
-#: The starts of the `-ERR` replies that are refusals (no other node nor later try answers
-#: otherwise). Every other error reply (`-ERR max number of clients reached`, `-TRYAGAIN`,
-#: anything new) is the node's failure.
+#: The starts of the `-ERR` replies without a code that are refusals (no other node nor later
+#: try answers otherwise), beside those with a code in `REFUSED_CODES`. Every other error reply
+#: (`-ERR max number of clients reached`, `-TRYAGAIN`, anything new) is the node's failure.
 REFUSALS = (
-    "tag_exhausted",
-    "permuted",
-    "dated",
-    "period_unavailable",
-    "too_many_tags",
-    "tag_quota",
     "invalid tag",
     "invalid argument",
     "unknown tag",
@@ -277,6 +272,17 @@ REFUSALS = (
 )
 
 _CODE = re.compile(r"[A-Z][A-Z_]*$")
+
+#: The word an idmint error code would be, at the start of the text after `-ERR`.
+_IDMINT_CODE = re.compile(r"[a-z_]+")
+
+
+def idmint_code(text: str) -> Optional[str]:
+    """The idmint error code the text after `-ERR` starts with, if it is a refusal's
+    (`tag_exhausted tag ...` gives `tag_exhausted`); None otherwise."""
+    match = _IDMINT_CODE.match(text)
+    word = match.group(0) if match else None
+    return word if word in REFUSED_CODES else None
 
 
 def reply_code(error: BaseException) -> Tuple[Optional[str], str]:
@@ -310,16 +316,17 @@ def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
         # An authentication error of redis-py's own (a handshake the caller asked for), or of a
         # redis-py that does not keep the code.
         return AUTH, AuthError(text or type(error).__name__)
-    if code == "ERR" and text.startswith(REFUSALS):
-        if text.startswith("tag_exhausted"):
+    refused = idmint_code(text) if code == "ERR" else None
+    if refused is not None or (code == "ERR" and text.startswith(REFUSALS)):
+        if refused == "tag_exhausted":
             return FATAL, TagExhausted(text)
-        if text.startswith("too_many_tags"):
+        if refused == "too_many_tags":
             return FATAL, TooManyTags(text)
-        if text.startswith("dated"):
+        if refused == "dated":
             return FATAL, DatedTag(text)
-        if text.startswith("period_unavailable"):
+        if refused == "period_unavailable":
             return FATAL, PeriodUnavailable(text)
-        if text.startswith("permuted"):
+        if refused == "permuted":
             return FATAL, IdmintError(
                 "the nodes hand out their IDs permuted (serve --permutation-key-file): this "
                 "client keeps segment IDs as runs of consecutive IDs, which permuted IDs are not; "

@@ -4,6 +4,73 @@ from __future__ import annotations
 
 from typing import Optional
 
+#: Every error code an idmint node answers with: the HTTP API's `error.code`, and the word
+#: right after `-ERR` for the ones the Redis protocol names (see `REFUSED_CODES`). The same
+#: list, in the same order, as the server's (idmint-core's `ErrorCode::ALL`); a test of the
+#: server's suite compares the two, so a code added there is added here.
+ERROR_CODES = (
+    "invalid_layout",
+    "invalid_epoch",
+    "invalid_argument",
+    "invalid_shard",
+    "invalid_id",
+    "invalid_tag",
+    "layout_exhausted",
+    "clock_before_epoch",
+    "clock_behind",
+    "hwm_not_granted",
+    "segment_unavailable",
+    "store_unavailable",
+    "store_conflict",
+    "lease_lost",
+    "shutting_down",
+    "no_worker_free",
+    "store_invalid",
+    "store_corrupt",
+    "worker_held",
+    "unknown_tag",
+    "tag_exists",
+    "tag_exhausted",
+    "too_many_tags",
+    "tag_quota",
+    "period_unavailable",
+    "dated",
+    "permuted",
+    "id_space_mismatch",
+    "id_space_unrecorded",
+    "id_space_refused",
+    "id_space_changed",
+    "invalid_format",
+    "invalid_count",
+    "invalid_size",
+    "invalid_query",
+    "invalid_json",
+    "invalid_body",
+    "invalid_step",
+    "invalid_description",
+    "invalid_first_id",
+    "invalid_dating",
+    "bad_request",
+    "unauthorized",
+    "forbidden",
+    "not_found",
+    "metrics_disabled",
+    "method_not_allowed",
+    "payload_too_large",
+    "timeout",
+    "lease_not_held",
+    "too_many_connections",
+    "internal",
+)
+
+#: The codes after `-ERR` that every node answers the same, so no other node nor a later try
+#: helps: a used-up tag, the nodes' tag cap, the token's tag quota, runs of permuted IDs, a
+#: range of a dated tag, a dated tag's used-up period. Another code there (`store_corrupt`:
+#: that node's store is damaged) is the node's failure.
+REFUSED_CODES = frozenset(
+    ("tag_exhausted", "too_many_tags", "tag_quota", "permuted", "dated", "period_unavailable")
+)
+
 
 class IdmintError(Exception):
     """Base class of the client's errors."""

@@ -10,7 +10,12 @@ use crate::error::{Error, Result};
 ///
 /// The defaults follow Meituan Leaf where Leaf's choices have a reason (the step cap, the
 /// prefetch point, a lifetime of about 15 minutes) and are documented per field.
+///
+/// Built from [`Default`] or [`SegmentConfig::with_min_step`] and the `with_` methods, or by
+/// setting the fields of one so built: fields may be added in later versions, hence
+/// `#[non_exhaustive]`.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct SegmentConfig {
     /// The smallest range requested from the store. Set it to the tag's `step` from the store
     /// (see [`SegmentConfig::with_min_step`]): an operator who sized the tag's step expects at
@@ -63,6 +68,37 @@ impl SegmentConfig {
             min_step,
             ..Self::default()
         }
+    }
+
+    /// With both steps: ranges of at least `min_step` and at most `max_step` IDs.
+    pub fn with_steps(mut self, min_step: u64, max_step: u64) -> Self {
+        self.min_step = min_step;
+        self.max_step = max_step;
+        self
+    }
+
+    /// With `max_step`, the largest range asked for at once.
+    pub fn with_max_step(mut self, max_step: u64) -> Self {
+        self.max_step = max_step;
+        self
+    }
+
+    /// With `target_lifetime`: how long one range should last at the observed rate.
+    pub fn with_target_lifetime(mut self, target_lifetime: Duration) -> Self {
+        self.target_lifetime = target_lifetime;
+        self
+    }
+
+    /// With `prefetch_at`: the share of a range used when the next one is fetched.
+    pub fn with_prefetch_at(mut self, prefetch_at: f64) -> Self {
+        self.prefetch_at = prefetch_at;
+        self
+    }
+
+    /// With `max_wait`: how long a caller waits for a range when both buffers are empty.
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
     }
 
     /// Checks the fields, for config loaders that want to refuse bad values instead of having

@@ -114,7 +114,9 @@ impl RangeSource for DatedRanges {
                 .segments
                 .tag_info(tag)
                 .await?
-                .ok_or_else(|| Error::UnknownTag(tag.to_string()))?;
+                .ok_or_else(|| Error::UnknownTag {
+                    tag: tag.to_string(),
+                })?;
             if info.dating != Some(self.dating) {
                 return Err(Error::store_invalid(format!(
                     "tag `{tag}` was served as {} but the store now holds it as {}: restart \

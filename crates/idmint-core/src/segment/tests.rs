@@ -179,7 +179,9 @@ async fn an_error_a_retry_cannot_fix_is_returned_at_once() {
     let started = Instant::now();
     assert_eq!(
         buf.next().await,
-        Err(Error::UnknownTag("missing".to_owned()))
+        Err(Error::UnknownTag {
+            tag: "missing".to_owned()
+        })
     );
     assert!(started.elapsed() < Duration::from_millis(100));
     // Creating the tag heals the buffer: the next call fetches again.

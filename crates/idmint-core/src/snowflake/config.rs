@@ -5,7 +5,12 @@ use std::time::Duration;
 use crate::layout::Layout;
 
 /// Tuning of a [`SnowflakeGenerator`](super::SnowflakeGenerator).
+///
+/// Built from [`Default`] and the `with_` methods (`SnowflakeConfig::default()
+/// .with_max_lead(Duration::from_secs(5))`), or by setting the fields of a default one: fields
+/// may be added in later versions, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SnowflakeConfig {
     /// How far ahead of the clock the generator may run when a tick's sequence is used up (or
     /// when it restarted above a high-water mark in the future). Borrowing keeps bursts from
@@ -28,6 +33,26 @@ impl Default for SnowflakeConfig {
             max_wait: Duration::from_secs(1),
             spread_bits: 0,
         }
+    }
+}
+
+impl SnowflakeConfig {
+    /// With `max_lead`: how far ahead of the clock the generator may run.
+    pub fn with_max_lead(mut self, max_lead: Duration) -> Self {
+        self.max_lead = max_lead;
+        self
+    }
+
+    /// With `max_wait`: the longest a call waits before it fails.
+    pub fn with_max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
+    }
+
+    /// With `spread_bits`: the bits of the sequence each tick starts at a pseudo-random offset.
+    pub fn with_spread_bits(mut self, spread_bits: u32) -> Self {
+        self.spread_bits = spread_bits;
+        self
     }
 }
 

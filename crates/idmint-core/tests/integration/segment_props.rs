@@ -68,12 +68,12 @@ fn op() -> impl Strategy<Value = Op> {
 
 fn config() -> impl Strategy<Value = SegmentConfig> {
     (1..40_u64, 0..100_u64, 0.0..=1.0_f64, 1..20_u64, 20..600_u64).prop_map(
-        |(min_step, extra, prefetch_at, lifetime_s, wait_ms)| SegmentConfig {
-            min_step,
-            max_step: min_step + extra,
-            target_lifetime: Duration::from_secs(lifetime_s),
-            prefetch_at,
-            max_wait: Duration::from_millis(wait_ms),
+        |(min_step, extra, prefetch_at, lifetime_s, wait_ms)| {
+            SegmentConfig::default()
+                .with_steps(min_step, min_step + extra)
+                .with_target_lifetime(Duration::from_secs(lifetime_s))
+                .with_prefetch_at(prefetch_at)
+                .with_max_wait(Duration::from_millis(wait_ms))
         },
     )
 }
@@ -301,13 +301,10 @@ fn check_unique_and_increasing(per_task: &[Vec<u64>]) -> HashSet<u64> {
 }
 
 fn small_steps() -> SegmentConfig {
-    SegmentConfig {
-        min_step: 64,
-        max_step: 512,
-        prefetch_at: 0.5,
-        max_wait: Duration::from_secs(10),
-        ..SegmentConfig::default()
-    }
+    SegmentConfig::default()
+        .with_steps(64, 512)
+        .with_prefetch_at(0.5)
+        .with_max_wait(Duration::from_secs(10))
 }
 
 async fn store_with_tag() -> (Arc<MemoryStore>, Arc<ManualClock>, Tag) {
@@ -390,13 +387,10 @@ fn threads_racing_over_tiny_segments_never_share_an_id() {
         .build()
         .unwrap();
     let (store, clock, tag) = runtime.block_on(store_with_tag());
-    let config = SegmentConfig {
-        min_step: 1,
-        max_step: 3,
-        prefetch_at: 0.0,
-        max_wait: Duration::from_secs(10),
-        ..SegmentConfig::default()
-    };
+    let config = SegmentConfig::default()
+        .with_steps(1, 3)
+        .with_prefetch_at(0.0)
+        .with_max_wait(Duration::from_secs(10));
     let buffer = SegmentBuffer::new(tag, store, clock, config, runtime.handle().clone());
     let threads: Vec<_> = (0..8)
         .map(|thread| {

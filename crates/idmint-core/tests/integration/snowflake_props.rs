@@ -40,10 +40,11 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 fn config() -> impl Strategy<Value = SnowflakeConfig> {
-    (0u64..6, 0u64..5, 0u32..3).prop_map(|(lead, wait, spread)| SnowflakeConfig {
-        max_lead: Duration::from_millis(lead),
-        max_wait: Duration::from_millis(wait),
-        spread_bits: spread,
+    (0u64..6, 0u64..5, 0u32..3).prop_map(|(lead, wait, spread)| {
+        SnowflakeConfig::default()
+            .with_max_lead(Duration::from_millis(lead))
+            .with_max_wait(Duration::from_millis(wait))
+            .with_spread_bits(spread)
     })
 }
 

@@ -246,11 +246,9 @@ impl ServeConfig {
             ..LeaseConfig::default()
         };
         check_lease_timing(&lease, &given)?;
-        let snowflake = SnowflakeConfig {
-            max_lead: defaulted(layers.max_lead, "max-lead")?,
-            max_wait: defaulted(layers.max_wait, "max-wait")?,
-            ..SnowflakeConfig::default()
-        };
+        let snowflake = SnowflakeConfig::default()
+            .with_max_lead(defaulted(layers.max_lead, "max-lead")?)
+            .with_max_wait(defaulted(layers.max_wait, "max-wait")?);
         Ok(Self {
             data_dir,
             stores,

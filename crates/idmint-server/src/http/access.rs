@@ -13,11 +13,12 @@
 //!
 //! With no token configured the layer is not installed at all: open servers pay nothing.
 
+use idmint_core::ErrorCode;
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, CONNECTION};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
@@ -43,8 +44,7 @@ pub(crate) async fn require(
     let Some(token) = token else {
         return refused_token(
             ApiError::new(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "this route needs `Authorization: Bearer <token>`",
             )
             .into_response(),
@@ -52,14 +52,12 @@ pub(crate) async fn require(
     };
     let Some(grant) = state.auth.check(token) else {
         return refused_token(
-            ApiError::new(StatusCode::FORBIDDEN, "forbidden", "the token is not valid")
-                .into_response(),
+            ApiError::new(ErrorCode::Forbidden, "the token is not valid").into_response(),
         );
     };
     if !grant.allows(need) {
         return ApiError::new(
-            StatusCode::FORBIDDEN,
-            "forbidden",
+            ErrorCode::Forbidden,
             format!(
                 "the token `{}` may not use this route: it needs the {} scope",
                 grant.name(),
@@ -94,8 +92,7 @@ pub(crate) fn bearer_token(header: &[u8]) -> Option<&[u8]> {
 /// The 403 of a tag outside the token's patterns.
 pub(crate) fn tag_refused(grant: &Grant, tag: &str) -> ApiError {
     ApiError::new(
-        StatusCode::FORBIDDEN,
-        "forbidden",
+        ErrorCode::Forbidden,
         format!(
             "the token `{}` may not use the tag `{}`",
             grant.name(),

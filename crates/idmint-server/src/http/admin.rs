@@ -8,6 +8,7 @@ use axum::Json;
 use idmint_core::segment::MAX_SEGMENT_LEN;
 use idmint_core::store::Partition;
 use idmint_core::store::{TagInfo, TagSettings, TagUpdate, MAX_SEGMENT_ID};
+use idmint_core::ErrorCode;
 use idmint_core::{DatedForm, Dating, Error, Tag};
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +60,10 @@ pub(crate) async fn tag_info(
 ) -> Result<Response, ApiError> {
     match state.ids.store().segments.tag_info(&tag).await? {
         Some(info) => Ok(Json(TagView::from(info)).into_response()),
-        None => Err(Error::UnknownTag(tag.to_string()).into()),
+        None => Err(Error::UnknownTag {
+            tag: tag.to_string(),
+        }
+        .into()),
     }
 }
 
@@ -96,8 +100,8 @@ impl TagBody {
                 ("form", self.form.is_some()),
             ];
             return match stray.iter().find(|(_, given)| *given) {
-                Some((name, _)) => Err(ApiError::bad_request(
-                    "invalid_dating",
+                Some((name, _)) => Err(ApiError::new(
+                    ErrorCode::InvalidDating,
                     format!("`{name}` makes sense only with `period` (day, month or year)"),
                 )),
                 None => Ok(None),
@@ -118,30 +122,30 @@ impl TagBody {
         };
         dated()
             .map(Some)
-            .map_err(|error| ApiError::bad_request("invalid_dating", error.to_string()))
+            .map_err(|error| ApiError::new(ErrorCode::InvalidDating, error.to_string()))
     }
 
     fn validate(&self) -> Result<(), ApiError> {
         if let Some(step) = self.step {
             if !(1..=MAX_SEGMENT_LEN).contains(&step) {
-                return Err(ApiError::bad_request(
-                    "invalid_step",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidStep,
                     format!("`step` must be in 1..={MAX_SEGMENT_LEN}, got {step}"),
                 ));
             }
         }
         if let Some(description) = &self.description {
             if description.len() > MAX_DESCRIPTION {
-                return Err(ApiError::bad_request(
-                    "invalid_description",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidDescription,
                     format!("`description` is longer than {MAX_DESCRIPTION} bytes"),
                 ));
             }
         }
         if let Some(first_id) = self.first_id {
             if !(1..MAX_SEGMENT_ID).contains(&first_id) {
-                return Err(ApiError::bad_request(
-                    "invalid_first_id",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidFirstId,
                     format!("`first_id` must be in 1..{MAX_SEGMENT_ID}, got {first_id}"),
                 ));
             }
@@ -176,7 +180,7 @@ pub(crate) async fn put_tag(
         match store.create_tag(&tag, &settings).await {
             Ok(info) => return Ok((StatusCode::CREATED, Json(TagView::from(info))).into_response()),
             // Created by someone else meanwhile: update it like any existing tag.
-            Err(Error::TagExists(_)) => {}
+            Err(Error::TagExists { .. }) => {}
             Err(error) => return Err(error.into()),
         }
     }
@@ -191,8 +195,7 @@ pub(crate) async fn put_tag(
         });
     if let Some(field) = body.creation_only().filter(|_| !same_dating) {
         return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "tag_exists",
+            ErrorCode::TagExists,
             format!("tag `{tag}` already exists: `{field}` can only be set when it is created"),
         ));
     }
@@ -204,7 +207,9 @@ pub(crate) async fn put_tag(
         store
             .tag_info(&tag)
             .await?
-            .ok_or_else(|| Error::UnknownTag(tag.to_string()))?
+            .ok_or_else(|| Error::UnknownTag {
+                tag: tag.to_string(),
+            })?
     } else {
         store.update_tag(&tag, &update).await?
     };
@@ -242,7 +247,7 @@ fn refuse_dated(state: &AppState, body: &TagBody) -> Result<(), ApiError> {
     } else {
         return Ok(());
     };
-    Err(ApiError::bad_request("invalid_dating", reason))
+    Err(ApiError::new(ErrorCode::InvalidDating, reason))
 }
 
 /// `GET /v1/workers` → `{"workers": [...], "node": {"worker_id": n, "held": bool}}`: every worker

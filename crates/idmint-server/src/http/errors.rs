@@ -1,8 +1,9 @@
 //! Every error leaves the server as `{"error": {"code": "...", "message": "..."}}` with a
 //! status.
 //!
-//! [`ApiError`] is the one error type of the handlers; [`status_and_code`] maps each
-//! `idmint_core::Error` to a status and a stable code. Responses the handlers never see
+//! [`ApiError`] is the one error type of the handlers. Its code is an [`ErrorCode`] (from
+//! [`Error::code`] for the ID service's errors) and its status comes from the code alone, in
+//! [`status`]. Responses the handlers never see
 //! (the body limit's 413, the timeout's 503, anything else a layer answers) are rewritten into
 //! the same shape by [`json_errors`], so a client never has to parse axum's plain text.
 
@@ -12,7 +13,7 @@ use axum::body::Body;
 use axum::http::header::{ALLOW, CONNECTION, CONTENT_TYPE, RETRY_AFTER, WWW_AUTHENTICATE};
 use axum::http::{HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use idmint_core::Error;
+use idmint_core::{Error, ErrorCode};
 
 use super::{BODY_LIMIT, REQUEST_TIMEOUT};
 use crate::telemetry;
@@ -24,7 +25,7 @@ const ECHO_LIMIT: usize = 96;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ApiError {
     status: StatusCode,
-    code: &'static str,
+    code: ErrorCode,
     message: Cow<'static, str>,
     /// The message with the store driver's error behind it, for the log only.
     detail: Option<String>,
@@ -35,22 +36,20 @@ pub(crate) struct ApiError {
 struct JsonErrorBody;
 
 impl ApiError {
-    pub(crate) fn new(
-        status: StatusCode,
-        code: &'static str,
-        message: impl Into<Cow<'static, str>>,
-    ) -> Self {
+    /// An error with `code`, answered with the code's [`status`].
+    pub(crate) fn new(code: ErrorCode, message: impl Into<Cow<'static, str>>) -> Self {
         Self {
-            status,
+            status: status(code),
             code,
             message: message.into(),
             detail: None,
         }
     }
 
-    /// A 400 with `code`.
-    pub(crate) fn bad_request(code: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        Self::new(StatusCode::BAD_REQUEST, code, message)
+    /// The same error with another status: `/readyz` answers every reason it is not ready
+    /// with 503, and [`json_errors`] keeps the status of the response it rewrites.
+    pub(crate) fn with_status(self, status: StatusCode) -> Self {
+        Self { status, ..self }
     }
 
     /// The error as an open probe answers it: the status and the code, and a message that
@@ -79,81 +78,88 @@ impl ApiError {
     }
 
     #[cfg(test)]
-    pub(crate) fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> ErrorCode {
         self.code
     }
 }
 
-/// The status and code of each error of the ID service. Retryable errors (a bounded wait ran
-/// out, the store is down, the lease is being replaced) are 503; bad input is 400; a missing
-/// tag 404; an existing one, or one whose IDs are used up (`tag_exhausted`: the request
-/// conflicts with the tag's state, and only a new tag helps), 409; what the client cannot fix
-/// and retrying will not cure (an exhausted layout, a clock before the epoch, a store refusing
-/// its own data or damaged) is 500.
-pub(crate) fn status_and_code(error: &Error) -> (StatusCode, &'static str) {
-    const UNAVAILABLE: StatusCode = StatusCode::SERVICE_UNAVAILABLE;
-    const INTERNAL: StatusCode = StatusCode::INTERNAL_SERVER_ERROR;
-    match error {
-        Error::InvalidArgument { name: "shard", .. } => (StatusCode::BAD_REQUEST, "invalid_shard"),
-        Error::InvalidArgument { name: "id", .. } => (StatusCode::BAD_REQUEST, "invalid_id"),
-        Error::InvalidArgument { .. } => (StatusCode::BAD_REQUEST, "invalid_argument"),
-        Error::InvalidTag { .. } => (StatusCode::BAD_REQUEST, "invalid_tag"),
-        Error::UnknownTag(_) => (StatusCode::NOT_FOUND, "unknown_tag"),
-        Error::TagExists(_) => (StatusCode::CONFLICT, "tag_exists"),
-        Error::TagExhausted { .. } => (StatusCode::CONFLICT, "tag_exhausted"),
-        Error::DatedRangeRefused { .. } => (StatusCode::CONFLICT, "dated"),
-        Error::PeriodUnavailable { .. } => (StatusCode::SERVICE_UNAVAILABLE, "period_unavailable"),
-        Error::TooManyTags { .. } => (StatusCode::CONFLICT, "too_many_tags"),
-        Error::TagQuota { .. } => (StatusCode::CONFLICT, "tag_quota"),
-        Error::ClockBehind { .. } | Error::ClockBehindHwm { .. } => (UNAVAILABLE, "clock_behind"),
-        Error::HwmNotGranted { .. } => (UNAVAILABLE, "hwm_not_granted"),
-        Error::SegmentUnavailable { .. } => (UNAVAILABLE, "segment_unavailable"),
-        Error::StoreUnavailable { .. } => (UNAVAILABLE, "store_unavailable"),
-        Error::StoreConflict { .. } => (UNAVAILABLE, "store_conflict"),
-        Error::LeaseLost { .. } => (UNAVAILABLE, "lease_lost"),
-        Error::GeneratorClosed => (UNAVAILABLE, "shutting_down"),
-        Error::NoWorkerFree { .. } => (UNAVAILABLE, "no_worker_free"),
-        Error::InvalidLayout { .. } => (INTERNAL, "invalid_layout"),
-        Error::InvalidEpoch { .. } => (INTERNAL, "invalid_epoch"),
-        Error::LayoutExhausted { .. } => (INTERNAL, "layout_exhausted"),
-        Error::ClockBeforeEpoch { .. } => (INTERNAL, "clock_before_epoch"),
-        Error::StoreInvalid { .. } => (INTERNAL, "store_invalid"),
-        Error::StoreCorrupt { .. } => (INTERNAL, "store_corrupt"),
-        Error::WorkerHeld { .. } => (INTERNAL, "worker_held"),
-        // Raised only at start; its cause decides, should it ever reach a client.
-        Error::WorkerWaitRanOut { cause, .. } => status_and_code(cause),
-        // A variant added to the core later: its own retryability decides.
-        _ if error.is_retryable() => (UNAVAILABLE, "unavailable"),
-        _ => (INTERNAL, "internal"),
+/// The status of each code. Retryable errors (a bounded wait ran out, the store is down, the
+/// lease is being replaced: [`ErrorCode::is_retryable`]) are 503, and so is a dated tag's used-up
+/// period, which lifts by itself too (but only at the next period: no `Retry-After`); bad input
+/// is 400; a missing tag or route 404; an existing tag, or one whose IDs are used up
+/// (`tag_exhausted`: the request conflicts with the tag's state, and only a new tag helps), 409;
+/// what the client cannot fix and retrying will not cure (an exhausted layout, a clock before
+/// the epoch, a store refusing its own data or damaged) is 500.
+pub(crate) fn status(code: ErrorCode) -> StatusCode {
+    use ErrorCode as C;
+    match code {
+        C::InvalidArgument
+        | C::InvalidShard
+        | C::InvalidId
+        | C::InvalidTag
+        | C::InvalidFormat
+        | C::InvalidCount
+        | C::InvalidSize
+        | C::InvalidQuery
+        | C::InvalidJson
+        | C::InvalidBody
+        | C::InvalidStep
+        | C::InvalidDescription
+        | C::InvalidFirstId
+        | C::InvalidDating
+        | C::BadRequest => StatusCode::BAD_REQUEST,
+        C::Unauthorized => StatusCode::UNAUTHORIZED,
+        C::Forbidden => StatusCode::FORBIDDEN,
+        C::UnknownTag | C::NotFound | C::MetricsDisabled => StatusCode::NOT_FOUND,
+        C::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        C::TagExists | C::TagExhausted | C::TooManyTags | C::TagQuota | C::Dated | C::Permuted => {
+            StatusCode::CONFLICT
+        }
+        C::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+        C::PeriodUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        C::InvalidLayout
+        | C::InvalidEpoch
+        | C::LayoutExhausted
+        | C::ClockBeforeEpoch
+        | C::StoreInvalid
+        | C::StoreCorrupt
+        | C::WorkerHeld
+        | C::IdSpaceMismatch
+        | C::IdSpaceUnrecorded
+        | C::IdSpaceRefused
+        | C::IdSpaceChanged
+        | C::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        // The retryable ones, and a code added to the core later: its retryability decides.
+        _ if code.is_retryable() => StatusCode::SERVICE_UNAVAILABLE,
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 
 impl From<Error> for ApiError {
     fn from(error: Error) -> Self {
-        let (status, code) = status_and_code(&error);
         let detail = std::error::Error::source(&error).map(|_| error.with_causes());
         Self {
             detail,
-            ..Self::new(status, code, error.to_string())
+            ..Self::new(error.code(), error.to_string())
         }
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        telemetry::record_http_error(self.code);
+        telemetry::record_http_error(self.code.as_str());
         // A dated tag's used-up period is the tag's state, not the node's trouble: counted in
         // the metrics, not logged once per refused request.
-        if self.status.is_server_error() && self.code != "period_unavailable" {
+        if self.status.is_server_error() && self.code != ErrorCode::PeriodUnavailable {
             tracing::warn!(
                 status = %self.status,
-                code = self.code,
+                code = self.code.as_str(),
                 message = self.detail.as_deref().unwrap_or(&self.message),
                 "request failed"
             );
         }
         let envelope = serde_json::json!({
-            "error": { "code": self.code, "message": self.message }
+            "error": { "code": self.code.as_str(), "message": self.message }
         });
         let body = serde_json::to_vec(&envelope).unwrap_or_else(|_| {
             br#"{"error":{"code":"internal","message":"error not serializable"}}"#.to_vec()
@@ -164,7 +170,9 @@ impl IntoResponse for ApiError {
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         // Retrying in a second helps a store or lease in trouble; a used-up period lifts only
         // at the next one, which the message names.
-        if self.status == StatusCode::SERVICE_UNAVAILABLE && self.code != "period_unavailable" {
+        if self.status == StatusCode::SERVICE_UNAVAILABLE
+            && self.code != ErrorCode::PeriodUnavailable
+        {
             headers.insert(RETRY_AFTER, HeaderValue::from_static("1"));
         }
         if self.status == StatusCode::UNAUTHORIZED {
@@ -186,8 +194,7 @@ pub(crate) fn echo(text: &str) -> Cow<'_, str> {
 /// The fallback of unknown paths: 404 with our JSON body.
 pub(crate) async fn not_found(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
-        StatusCode::NOT_FOUND,
-        "not_found",
+        ErrorCode::NotFound,
         format!("no route for {method} {}", echo(uri.path())),
     )
 }
@@ -196,8 +203,7 @@ pub(crate) async fn not_found(method: Method, uri: Uri) -> ApiError {
 /// the `Allow` header).
 pub(crate) async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ErrorCode::MethodNotAllowed,
         format!("{method} is not allowed on {}", echo(uri.path())),
     )
 }
@@ -230,34 +236,30 @@ fn rewrite_error(response: Response) -> Response {
     }
     let error = match status {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::new(
-            status,
-            "payload_too_large",
+            ErrorCode::PayloadTooLarge,
             format!("the request body is larger than {BODY_LIMIT} bytes"),
         ),
         StatusCode::SERVICE_UNAVAILABLE | StatusCode::REQUEST_TIMEOUT => ApiError::new(
-            status,
-            "timeout",
+            ErrorCode::Timeout,
             format!(
                 "the request did not complete within {} s",
                 REQUEST_TIMEOUT.as_secs()
             ),
         ),
-        StatusCode::NOT_FOUND => ApiError::new(status, "not_found", "not found"),
+        StatusCode::NOT_FOUND => ApiError::new(ErrorCode::NotFound, "not found"),
         StatusCode::METHOD_NOT_ALLOWED => {
-            ApiError::new(status, "method_not_allowed", "method not allowed")
+            ApiError::new(ErrorCode::MethodNotAllowed, "method not allowed")
         }
         _ if status.is_client_error() => ApiError::new(
-            status,
-            "bad_request",
+            ErrorCode::BadRequest,
             status.canonical_reason().unwrap_or("bad request"),
         ),
         _ => ApiError::new(
-            status,
-            "internal",
+            ErrorCode::Internal,
             status.canonical_reason().unwrap_or("internal error"),
         ),
     };
-    let mut fixed = error.into_response();
+    let mut fixed = error.with_status(status).into_response();
     if let Some(allow) = response.headers().get(ALLOW) {
         fixed.headers_mut().insert(ALLOW, allow.clone());
     }
@@ -265,214 +267,5 @@ fn rewrite_error(response: Response) -> Response {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn every_variant() -> Vec<Error> {
-        vec![
-            Error::InvalidLayout {
-                spec: "x".into(),
-                reason: "r".into(),
-            },
-            Error::InvalidEpoch {
-                epoch: "x".into(),
-                reason: "r".into(),
-            },
-            Error::InvalidArgument {
-                name: "shard",
-                reason: "r".into(),
-            },
-            Error::InvalidArgument {
-                name: "id",
-                reason: "r".into(),
-            },
-            Error::InvalidArgument {
-                name: "n",
-                reason: "r".into(),
-            },
-            Error::InvalidTag { tag: "a b".into() },
-            Error::LayoutExhausted {
-                ends_at: "2100-01-01T00:00:00Z".into(),
-            },
-            Error::ClockBeforeEpoch {
-                now_ms: 1,
-                epoch_ms: 2,
-            },
-            Error::ClockBehind {
-                behind_ms: 5,
-                waited: Duration::from_millis(20),
-            },
-            Error::HwmNotGranted {
-                tick: 10,
-                granted: 9,
-            },
-            Error::SegmentUnavailable {
-                tag: "t".into(),
-                waited: Duration::from_secs(1),
-                cause: "timeout".into(),
-            },
-            Error::store_unavailable("down"),
-            Error::store_conflict("race"),
-            Error::store_invalid("bad row"),
-            Error::LeaseLost { worker_id: 3 },
-            Error::GeneratorClosed,
-            Error::NoWorkerFree { worker_count: 4 },
-            Error::WorkerHeld {
-                worker_id: 1,
-                holder: "n".into(),
-            },
-            Error::UnknownTag("t".into()),
-            Error::TagExists("t".into()),
-            Error::ClockBehindHwm {
-                worker_id: 2,
-                behind_ms: 60_000,
-            },
-            Error::WorkerWaitRanOut {
-                cause: Box::new(Error::NoWorkerFree { worker_count: 4 }),
-                waited: Duration::from_secs(10),
-                first_to_expire: None,
-            },
-            Error::WorkerWaitRanOut {
-                cause: Box::new(Error::WorkerHeld {
-                    worker_id: 1,
-                    holder: "n".into(),
-                }),
-                waited: Duration::ZERO,
-                first_to_expire: None,
-            },
-            Error::TagExhausted { tag: "t".into() },
-            Error::store_corrupt("database disk image is malformed"),
-        ]
-    }
-
-    #[test]
-    fn every_variant_has_its_status_and_code() {
-        let expected: Vec<(u16, &str)> = vec![
-            (500, "invalid_layout"),
-            (500, "invalid_epoch"),
-            (400, "invalid_shard"),
-            (400, "invalid_id"),
-            (400, "invalid_argument"),
-            (400, "invalid_tag"),
-            (500, "layout_exhausted"),
-            (500, "clock_before_epoch"),
-            (503, "clock_behind"),
-            (503, "hwm_not_granted"),
-            (503, "segment_unavailable"),
-            (503, "store_unavailable"),
-            (503, "store_conflict"),
-            (500, "store_invalid"),
-            (503, "lease_lost"),
-            (503, "shutting_down"),
-            (503, "no_worker_free"),
-            (500, "worker_held"),
-            (404, "unknown_tag"),
-            (409, "tag_exists"),
-            (503, "clock_behind"),
-            (503, "no_worker_free"),
-            (500, "worker_held"),
-            (409, "tag_exhausted"),
-            (500, "store_corrupt"),
-        ];
-        let got: Vec<(u16, &str)> = every_variant()
-            .iter()
-            .map(|e| {
-                let (status, code) = status_and_code(e);
-                (status.as_u16(), code)
-            })
-            .collect();
-        assert_eq!(got, expected);
-    }
-
-    #[test]
-    fn exactly_the_retryable_errors_are_503() {
-        for error in every_variant() {
-            let (status, _) = status_and_code(&error);
-            assert_eq!(
-                status == StatusCode::SERVICE_UNAVAILABLE,
-                error.is_retryable(),
-                "{error:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_message_is_the_error_text() {
-        let api = ApiError::from(Error::UnknownTag("orders".into()));
-        assert_eq!(api.status(), StatusCode::NOT_FOUND);
-        assert_eq!(api.code(), "unknown_tag");
-        assert_eq!(api.message, "unknown tag `orders`");
-    }
-
-    async fn fixed(
-        status: StatusCode,
-        allow: Option<&'static str>,
-    ) -> (Response, serde_json::Value) {
-        let mut plain = Response::new(Body::from("length limit exceeded"));
-        *plain.status_mut() = status;
-        if let Some(allow) = allow {
-            plain
-                .headers_mut()
-                .insert(ALLOW, HeaderValue::from_static(allow));
-        }
-        let (parts, body) = json_errors(plain).await.into_parts();
-        let bytes = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
-        let value = serde_json::from_slice(&bytes).unwrap_or_default();
-        (Response::from_parts(parts, Body::empty()), value)
-    }
-
-    #[tokio::test]
-    async fn plain_error_responses_are_rewritten_as_json() {
-        let (response, body) = fixed(StatusCode::PAYLOAD_TOO_LARGE, None).await;
-        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
-        assert_eq!(
-            response.headers().get(CONTENT_TYPE),
-            Some(&HeaderValue::from_static("application/json"))
-        );
-        assert_eq!(body["error"]["code"], "payload_too_large");
-        let (response, body) = fixed(StatusCode::SERVICE_UNAVAILABLE, None).await;
-        assert_eq!(body["error"]["code"], "timeout");
-        assert_eq!(
-            response.headers().get(RETRY_AFTER),
-            Some(&HeaderValue::from_static("1"))
-        );
-        let (response, body) = fixed(StatusCode::METHOD_NOT_ALLOWED, Some("GET,HEAD")).await;
-        assert_eq!(body["error"]["code"], "method_not_allowed");
-        assert_eq!(
-            response.headers().get(ALLOW),
-            Some(&HeaderValue::from_static("GET,HEAD"))
-        );
-        let (_, body) = fixed(StatusCode::UNSUPPORTED_MEDIA_TYPE, None).await;
-        assert_eq!(body["error"]["code"], "bad_request");
-        let (_, body) = fixed(StatusCode::BAD_GATEWAY, None).await;
-        assert_eq!(body["error"]["code"], "internal");
-    }
-
-    #[tokio::test]
-    async fn our_errors_and_successes_pass_untouched() {
-        let ours = ApiError::bad_request("invalid_count", "nope").into_response();
-        let (parts, body) = json_errors(ours).await.into_parts();
-        assert_eq!(parts.status, StatusCode::BAD_REQUEST);
-        let bytes = axum::body::to_bytes(body, 4096).await.unwrap_or_default();
-        assert_eq!(
-            &bytes[..],
-            br#"{"error":{"code":"invalid_count","message":"nope"}}"#
-        );
-        let ok = json_errors(Response::new(Body::from("fine"))).await;
-        let bytes = axum::body::to_bytes(ok.into_body(), 64)
-            .await
-            .unwrap_or_default();
-        assert_eq!(&bytes[..], b"fine");
-    }
-
-    #[test]
-    fn echo_cuts_long_input_on_a_char_boundary() {
-        assert_eq!(echo("short"), "short");
-        let long = "é".repeat(200);
-        let cut = echo(&long);
-        assert_eq!(cut.chars().count(), ECHO_LIMIT + 3);
-        assert!(cut.ends_with("..."));
-    }
-}
+#[path = "errors_tests.rs"]
+mod tests;

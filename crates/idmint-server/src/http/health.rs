@@ -11,6 +11,7 @@
 //! the probe is no cheaper way to guess tokens. A node with no token configured serves every
 //! route to everyone, and `/readyz` with its details.
 
+use idmint_core::ErrorCode;
 use std::time::Duration;
 
 use axum::extract::State;
@@ -102,11 +103,12 @@ pub(crate) async fn readyz(State(state): State<AppState>, headers: HeaderMap) ->
 
 /// The node's readiness with every detail: the 200's body, or the 503.
 async fn readiness(state: &AppState) -> Result<serde_json::Value, ApiError> {
-    let not_ready =
-        |code, message: String| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
+    let not_ready = |code, message: String| {
+        ApiError::new(code, message).with_status(StatusCode::SERVICE_UNAVAILABLE)
+    };
     if let Some(reason) = state.ids.store_corrupt() {
         return Err(not_ready(
-            "store_corrupt",
+            ErrorCode::StoreCorrupt,
             format!(
                 "the store reported damaged data (not ready until restarted; restore the \
                  store from a backup): {reason}"
@@ -116,20 +118,20 @@ async fn readiness(state: &AppState) -> Result<serde_json::Value, ApiError> {
     let keeper = state.ids.keeper();
     if let Some(error) = keeper.retired() {
         return Err(not_ready(
-            "id_space_changed",
+            ErrorCode::IdSpaceChanged,
             format!("{error} (not ready until restarted)"),
         ));
     }
     if !keeper.is_held() {
         return Err(not_ready(
-            "lease_not_held",
+            ErrorCode::LeaseNotHeld,
             "this node holds no confirmed worker lease".into(),
         ));
     }
     let behind_ms = state.ids.snowflake_clock_behind_ms();
     if behind_ms > 0 {
         return Err(not_ready(
-            "clock_behind",
+            ErrorCode::ClockBehind,
             format!(
                 "the clock is {behind_ms} ms behind the snowflakes worker {} already issued; \
                  snowflakes resume when it catches up",
@@ -153,7 +155,7 @@ async fn readiness(state: &AppState) -> Result<serde_json::Value, ApiError> {
                 })
                 .collect();
             return Err(not_ready(
-                "store_unavailable",
+                ErrorCode::StoreUnavailable,
                 format!("no store of the set answers: {}", why.join("; ")),
             ));
         }
@@ -175,13 +177,13 @@ async fn readiness(state: &AppState) -> Result<serde_json::Value, ApiError> {
         Ok(Ok(())) => {}
         Ok(Err(error)) => {
             return Err(not_ready(
-                "store_unavailable",
+                ErrorCode::StoreUnavailable,
                 format!("the store failed: {error}"),
             ))
         }
         Err(_) => {
             return Err(not_ready(
-                "store_unavailable",
+                ErrorCode::StoreUnavailable,
                 format!(
                     "the store did not answer within {} s",
                     STORE_PROBE_TIMEOUT.as_secs()

@@ -1,9 +1,9 @@
 //! The ID routes of `/v1`: snowflakes, segment IDs, contiguous leases, decoding.
 
 use axum::extract::State;
-use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use idmint_core::ErrorCode;
 
 use super::encode;
 use super::errors::ApiError;
@@ -70,17 +70,12 @@ pub(crate) async fn lease(
 ) -> Result<Response, ApiError> {
     let size = state.lease_size(query.size)?;
     if state.ids.is_permuted() {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "permuted",
-            Ids::RUNS_REFUSED,
-        ));
+        return Err(ApiError::new(ErrorCode::Permuted, Ids::RUNS_REFUSED));
     }
     let run = state.ids.segment_lease(&tag, size, caller.asker()).await?;
     if run.end.saturating_sub(run.start) != size {
         return Err(ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "internal",
+            ErrorCode::Internal,
             format!(
                 "the segment buffer returned {}..{} for a lease of {size}",
                 run.start, run.end

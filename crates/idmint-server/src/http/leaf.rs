@@ -14,6 +14,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use idmint_core::DecodedId;
+use idmint_core::ErrorCode;
 use serde::Serialize;
 
 use super::encode;
@@ -52,11 +53,7 @@ pub(crate) fn options() -> Response {
 }
 
 fn empty() -> ApiError {
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        "the generator returned no ID",
-    )
+    ApiError::new(ErrorCode::Internal, "the generator returned no ID")
 }
 
 /// Leaf's decoding, then ours.
@@ -92,7 +89,10 @@ pub(crate) async fn decode(
     Params(query): Params<LeafDecodeQuery>,
 ) -> Result<Response, ApiError> {
     let id = query.snowflake_id.ok_or_else(|| {
-        ApiError::bad_request("invalid_id", "`snowflakeId` is required: ?snowflakeId=ID")
+        ApiError::new(
+            ErrorCode::InvalidId,
+            "`snowflakeId` is required: ?snowflakeId=ID",
+        )
     })?;
     Ok(Json(LeafDecoded::new(state.ids.decode(id)?)).into_response())
 }

@@ -30,6 +30,7 @@ use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
+use idmint_core::ErrorCode;
 use tokio::net::{TcpListener, TcpStream};
 
 use super::timing::{self, RequestTimers, Timed};
@@ -253,7 +254,7 @@ where
 
 /// Answers a connection beyond a limit with a `503`; the caller closes it.
 fn refuse(stream: &TcpStream, why: Refusal) {
-    const CODE: &str = "too_many_connections";
+    const CODE: &str = ErrorCode::TooManyConnections.as_str();
     telemetry::record_http_error(CODE);
     let body = serde_json::json!({
         "error": {

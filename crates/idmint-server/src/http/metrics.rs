@@ -5,8 +5,9 @@
 
 use axum::extract::State;
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
+use idmint_core::ErrorCode;
 
 use super::errors::ApiError;
 use super::state::AppState;
@@ -86,8 +87,7 @@ impl TagGauges {
 pub(crate) async fn render(State(state): State<AppState>) -> Result<Response, ApiError> {
     let Some(handle) = &state.prometheus else {
         return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "metrics_disabled",
+            ErrorCode::MetricsDisabled,
             "metrics are not enabled on this server",
         ));
     };

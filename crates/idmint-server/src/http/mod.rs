@@ -40,17 +40,19 @@
 //!
 //! # Errors
 //!
-//! Always `{"error": {"code": "...", "message": "..."}}`:
+//! Always `{"error": {"code": "...", "message": "..."}}`. The codes are
+//! [`idmint_core::ErrorCode`]'s, and the status follows from the code (`errors::status`), but
+//! for `/readyz`, which answers 503 whatever keeps it from being ready:
 //!
 //! | Status | Codes |
 //! |---|---|
-//! | 400 | `invalid_format`, `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_argument` |
+//! | 400 | `invalid_format`, `invalid_count`, `invalid_shard`, `invalid_size`, `invalid_id`, `invalid_tag`, `invalid_query`, `invalid_json`, `invalid_body`, `invalid_step`, `invalid_description`, `invalid_first_id`, `invalid_dating`, `invalid_argument`, `bad_request` (another status 4xx of the HTTP machinery keeps its status) |
 //! | 401 / 403 | `unauthorized` (no Bearer token) / `forbidden` (a token that is not valid, of another scope, or not for the tag) |
 //! | 404 | `not_found` (route), `unknown_tag` (tag absent, auto-create off), `metrics_disabled` |
 //! | 405 | `method_not_allowed` (with `Allow`) |
-//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then), `too_many_tags` (the node serves `--max-tags` tags already, or all but the admin reserve `--admin-tag-reserve` for a non-admin token), `tag_quota` (the token has its `max_tags` tags: in the store, or loaded on this node) |
+//! | 409 | `tag_exists`, `tag_exhausted` (the tag's IDs up to 9223372036854775806 are used up, or too few are left for the `count` or `size` asked: none is taken then), `too_many_tags` (the node serves `--max-tags` tags already, or all but the admin reserve `--admin-tag-reserve` for a non-admin token), `tag_quota` (the token has its `max_tags` tags: in the store, or loaded on this node), `dated` (a range kept by the client, of a dated tag), `permuted` (a run of consecutive IDs, on a node that permutes them) |
 //! | 413 | `payload_too_large` (body over [`BODY_LIMIT`]) |
-//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `store_corrupt` (readyz, until restart), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed) |
+//! | 503 | retryable, with `Retry-After: 1`: `store_unavailable`, `segment_unavailable`, `clock_behind`, `hwm_not_granted`, `store_conflict`, `lease_lost`, `shutting_down`, `no_worker_free`, `timeout` (admin route over [`REQUEST_TIMEOUT`]), `lease_not_held` (readyz), `store_corrupt` (readyz, until restart), `too_many_connections` (over [`MAX_CONNECTIONS`], then closed), `id_space_changed` (readyz, until restarted); without `Retry-After`: `period_unavailable` (a dated tag's period is used up: it lifts at the next one) |
 //! | 500 | `layout_exhausted`, `clock_before_epoch`, `store_invalid`, `store_corrupt` (the store's data is damaged: restore it from a backup), `invalid_layout`, `invalid_epoch`, `worker_held`, `internal` |
 //!
 //! Requests the HTTP parser refuses never reach a route, so they get hyper's bare answer (an

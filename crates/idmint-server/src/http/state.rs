@@ -1,6 +1,7 @@
 //! What every handler shares: the ID service, the limits, the tokens and the metric
 //! handles registered once.
 
+use idmint_core::ErrorCode;
 use std::ops::Deref;
 use std::sync::Arc;
 
@@ -55,27 +56,27 @@ impl AppState {
 
     /// `count` (default 1) checked against `1..=max_count`.
     pub(crate) fn count(&self, count: Option<u64>) -> Result<u64, ApiError> {
-        check_range("count", "invalid_count", count.unwrap_or(1), self.max_count)
+        check_range(
+            "count",
+            ErrorCode::InvalidCount,
+            count.unwrap_or(1),
+            self.max_count,
+        )
     }
 
     /// `size` (required) checked against `1..=max_lease_size`.
     pub(crate) fn lease_size(&self, size: Option<u64>) -> Result<u64, ApiError> {
         let size = size
-            .ok_or_else(|| ApiError::bad_request("invalid_size", "`size` is required: ?size=N"))?;
-        check_range("size", "invalid_size", size, self.max_lease_size)
+            .ok_or_else(|| ApiError::new(ErrorCode::InvalidSize, "`size` is required: ?size=N"))?;
+        check_range("size", ErrorCode::InvalidSize, size, self.max_lease_size)
     }
 }
 
-fn check_range(
-    name: &'static str,
-    code: &'static str,
-    value: u64,
-    max: u64,
-) -> Result<u64, ApiError> {
+fn check_range(name: &'static str, code: ErrorCode, value: u64, max: u64) -> Result<u64, ApiError> {
     if (1..=max).contains(&value) {
         Ok(value)
     } else {
-        Err(ApiError::bad_request(
+        Err(ApiError::new(
             code,
             format!("`{name}` must be in 1..={max}, got {value}"),
         ))

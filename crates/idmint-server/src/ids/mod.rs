@@ -4,7 +4,6 @@
 //! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
-mod corruption;
 mod lease;
 mod segments;
 mod tag_buffer;
@@ -24,11 +23,11 @@ use idmint_store::Store;
 
 use crate::id_space::{self, SpaceLayouts};
 
-pub use self::corruption::CorruptionLatch;
 pub use self::lease::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 pub use self::tag_buffer::TagBuffer;
 pub use self::tag_quota::{default_admin_reserve, default_share, Asker};
+pub use crate::store::CorruptionLatch;
 
 /// Everything the ID service is configured with.
 #[derive(Debug, Clone)]
@@ -96,7 +95,7 @@ pub struct Ids {
     keeper: Arc<LeaseKeeper>,
     segments: SegmentRegistry,
     store: Store,
-    /// The first damage any store call of this node reported (see `corruption`).
+    /// The first damage any store call of this node reported (see `crate::store`).
     corruption: Arc<CorruptionLatch>,
     layout: Layout,
     spaces: SpaceLayouts,
@@ -120,7 +119,7 @@ impl Ids {
         clock: Arc<dyn Clock>,
     ) -> Result<Arc<Self>> {
         let corruption = Arc::new(CorruptionLatch::default());
-        let store = corruption::watched(store, &corruption);
+        let store = crate::store::watched(store, &corruption);
         let given =
             IdSpace::of(&config.layout, config.datacenter).permuted(config.permutation.as_ref());
         if given.permutation.is_some() {

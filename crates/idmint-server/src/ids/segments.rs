@@ -217,10 +217,8 @@ impl SegmentRegistry {
     /// Makes the buffer of `tag` from its row (created first if allowed) and registers it.
     async fn load(&self, tag: &Tag, asker: Asker<'_>) -> Result<TagBuffer> {
         let info = self.tag_row(tag, asker).await?;
-        let config = SegmentConfig {
-            min_step: info.step,
-            ..self.options.buffer.clone()
-        };
+        let mut config = self.options.buffer.clone();
+        config.min_step = info.step;
         let buffer = match info.dating {
             None => TagBuffer::Plain(SegmentBuffer::new(
                 tag.clone(),
@@ -252,7 +250,9 @@ impl SegmentRegistry {
             return Ok(info);
         }
         if !self.options.auto_create_tags {
-            return Err(Error::UnknownTag(tag.to_string()));
+            return Err(Error::UnknownTag {
+                tag: tag.to_string(),
+            });
         }
         let settings = TagSettings {
             step: self.options.default_step,
@@ -269,11 +269,14 @@ impl SegmentRegistry {
         match created.await {
             Ok(info) => Ok(info),
             // Another node created it meanwhile: use its row.
-            Err(Error::TagExists(_)) => self
-                .store
-                .tag_info(tag)
-                .await?
-                .ok_or_else(|| Error::UnknownTag(tag.to_string())),
+            Err(Error::TagExists { .. }) => {
+                self.store
+                    .tag_info(tag)
+                    .await?
+                    .ok_or_else(|| Error::UnknownTag {
+                        tag: tag.to_string(),
+                    })
+            }
             Err(error) => Err(error),
         }
     }

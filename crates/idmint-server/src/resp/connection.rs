@@ -1,5 +1,7 @@
-//! One connection: read, decode every complete command, run them in order, write all their
-//! replies with one write, repeat.
+//! One connection's I/O loop: read, decode every complete command, hand each to the session
+//! (`cmd` parses and runs it), write all their replies with one write, repeat. What the
+//! connection is (its grant, protocol, transaction...) is `session`'s; only the bytes, the
+//! buffers' bounds and the timers are here.
 //!
 //! Buffers are bounded: the read buffer holds at most one partial request (the codec refuses
 //! one above its [`Limits`](idmint_resp::Limits)) plus one read; the reply buffer is written
@@ -16,17 +18,15 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
-use idmint_resp::{encode, Command, Protocol, RequestDecoder};
+use bytes::BytesMut;
+use idmint_resp::{encode, Command, RequestDecoder};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::oneshot::{self, error::TryRecvError};
 
-use super::cmd::{Returnables, Transaction};
-use super::lookahead::Requests;
-use super::reply::IdFormat;
+use super::cmd;
+use super::lookahead::Pending;
+use super::session::{Flow, Session};
 use super::shared::Shared;
-use super::tags::TagCache;
-use crate::auth::{Grant, Need};
 use crate::telemetry;
 
 /// Initial capacity of a connection's read buffer; it grows only for large requests.
@@ -40,121 +40,6 @@ const WRITE_BUFFER: usize = 16 * 1024;
 
 /// Replies buffered beyond this many bytes are written out before the next command runs.
 const FLUSH_AT: usize = 256 * 1024;
-
-/// What the connection does after a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Flow {
-    /// Go on with the next command.
-    Continue,
-    /// Write the replies so far, then close (`QUIT`).
-    Close,
-}
-
-/// A connection's state as the commands see it.
-pub(super) struct Session {
-    pub(super) shared: Arc<Shared>,
-    /// `CLIENT ID`.
-    pub(super) id: u64,
-    pub(super) peer: SocketAddr,
-    pub(super) local: Option<SocketAddr>,
-    pub(super) opened: Instant,
-    /// What the connection may do: from `AUTH`, or everything from the start when no token is
-    /// configured; `None` before `AUTH`.
-    pub(super) grant: Option<Arc<Grant>>,
-    /// Whether `grant` allows minting: the fast path's one check.
-    pub(super) may_mint: bool,
-    /// The SHA-256 of the token that gave `grant`, and the tokens' generation it was checked
-    /// against: after a reload the token is looked up again (`recheck_token`).
-    pub(super) token: Option<[u8; 32]>,
-    pub(super) tokens_seen: u64,
-    /// Wrong tokens sent so far.
-    pub(super) auth_failures: u32,
-    /// Whether a complete command has arrived (until then, and until `AUTH` when tokens are
-    /// configured, the connection must make progress within `auth_timeout`).
-    greeted: bool,
-    /// `CLIENT SETNAME`.
-    pub(super) name: Option<Bytes>,
-    /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
-    pub(super) lib_name: Option<Bytes>,
-    pub(super) lib_ver: Option<Bytes>,
-    /// RESP2 until `HELLO 3`.
-    pub(super) protocol: Protocol,
-    /// How ID replies are written (`IDMINT.FORMAT`).
-    pub(super) format: IdFormat,
-    /// The transaction being queued, between `MULTI` and `EXEC`.
-    pub(super) transaction: Option<Transaction>,
-    /// The commands of the transaction `EXEC` just started, for the connection loop to run.
-    pub(super) exec_queue: Vec<Command>,
-    pub(super) tags: TagCache,
-    /// The runs `IDMINT.GIVEBACK` may return.
-    pub(super) returnable: Returnables,
-    /// `idmint_ids_issued_total{kind="snowflake"}` and the snowflakes issued since the last
-    /// flush.
-    snowflakes_issued: metrics::Counter,
-    pub(super) snowflakes_pending: u64,
-    /// Commands run since the last flush of the shared counter.
-    pub(super) commands_pending: u64,
-}
-
-impl Session {
-    fn new(shared: Arc<Shared>, peer: SocketAddr, local: Option<SocketAddr>) -> Self {
-        let grant = shared.initial_grant();
-        Self {
-            may_mint: grant.as_ref().is_some_and(|g| g.allows(Need::Mint)),
-            grant,
-            token: None,
-            tokens_seen: 0,
-            auth_failures: 0,
-            greeted: false,
-            id: shared.client_id(),
-            shared,
-            peer,
-            local,
-            opened: Instant::now(),
-            name: None,
-            lib_name: None,
-            lib_ver: None,
-            protocol: Protocol::Resp2,
-            format: IdFormat::Integer,
-            transaction: None,
-            exec_queue: Vec::new(),
-            tags: TagCache::default(),
-            returnable: Returnables::default(),
-            snowflakes_issued: telemetry::snowflake_counter(),
-            snowflakes_pending: 0,
-            commands_pending: 0,
-        }
-    }
-
-    /// Sends the counts gathered during a batch to the metrics recorder and `INFO`'s counters.
-    fn flush_counters(&mut self) {
-        self.tags.flush_metrics();
-        if self.snowflakes_pending > 0 {
-            self.snowflakes_issued.increment(self.snowflakes_pending);
-            self.snowflakes_pending = 0;
-        }
-        if self.commands_pending > 0 {
-            self.shared
-                .total_commands
-                .fetch_add(self.commands_pending, Ordering::Relaxed);
-            self.commands_pending = 0;
-        }
-    }
-}
-
-impl Session {
-    /// Whether the connection has shown it is a client: it sent a command, and authenticated
-    /// when tokens are configured.
-    fn admitted(&self) -> bool {
-        self.greeted && self.grant.is_some()
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        self.flush_counters();
-    }
-}
 
 /// Keeps the connection gauges right however the task ends (even when aborted).
 struct Connected(Arc<Shared>);
@@ -246,7 +131,7 @@ async fn serve_connection<S: Stream>(
     session: &mut Session,
     stop: &mut oneshot::Receiver<()>,
 ) -> std::io::Result<()> {
-    let mut requests = Requests::new(
+    let mut pending = Pending::new(
         RequestDecoder::new(session.shared.options.limits),
         BytesMut::with_capacity(READ_BUFFER),
     );
@@ -255,7 +140,7 @@ async fn serve_connection<S: Stream>(
     let mut deadline: Option<Instant> = None;
     let idle_timeout = session.shared.options.connections.idle_timeout;
     loop {
-        let inbuf = &mut requests.inbuf;
+        let inbuf = &mut pending.inbuf;
         if inbuf.capacity() - inbuf.len() < MIN_READ_SPACE {
             // Reclaims the buffer's memory once the commands sliced from it are dropped.
             inbuf.reserve(READ_BUFFER);
@@ -281,15 +166,15 @@ async fn serve_connection<S: Stream>(
         if read == 0 {
             return Ok(()); // the peer closed
         }
-        requests.read_more();
+        pending.read_more();
         let mut flow = Flow::Continue;
         while flow == Flow::Continue {
-            match requests.next() {
+            match pending.next() {
                 Ok(Some(command)) => {
                     // Progress: the next partial request gets a time of its own.
                     deadline = None;
                     session.greeted = true;
-                    flow = run_command(session, &command, &mut out, Some(&mut requests)).await;
+                    flow = run_command(session, &command, &mut out, Some(&mut pending)).await;
                     flush_if_full(stream, &mut out).await?;
                     // `EXEC`'s header is written; its commands' replies follow.
                     for queued in std::mem::take(&mut session.exec_queue) {
@@ -307,7 +192,7 @@ async fn serve_connection<S: Stream>(
                 }
             }
         }
-        if requests.inbuf.is_empty() {
+        if pending.inbuf.is_empty() {
             deadline = None;
         }
         session.flush_counters();
@@ -317,7 +202,7 @@ async fn serve_connection<S: Stream>(
             out.clear();
         }
         if flow == Flow::Close {
-            linger(stream, &mut requests.inbuf).await;
+            linger(stream, &mut pending.inbuf).await;
             return Ok(());
         }
         if !matches!(stop.try_recv(), Err(TryRecvError::Empty)) {
@@ -429,118 +314,23 @@ async fn linger<S: Stream>(stream: &mut S, scratch: &mut BytesMut) {
     .await;
 }
 
-/// Runs one command, counting it. With `requests` (a command read from the connection, not
-/// one of a transaction), the new tags of the minting commands read after it are loaded with
-/// its own (see `lookahead`).
+/// Hands one command to the session: parsed, then run at once when it can be (the hot path),
+/// else run after loading ahead the new tags of the commands read after it (with `pending`: a
+/// command read from the connection, not one of a transaction; see `lookahead`).
 #[inline]
 async fn run_command(
     session: &mut Session,
     command: &Command,
     out: &mut BytesMut,
-    requests: Option<&mut Requests>,
+    pending: Option<&mut Pending>,
 ) -> Flow {
-    session.commands_pending += 1;
-    if session.token.is_some() && session.tokens_seen != session.shared.options.auth.generation() {
-        session.recheck_token();
-    }
-    if let Some(flow) = session.execute_now(command, out) {
+    session.begin_command();
+    let parsed = cmd::parse(command, session.shared.options.max_count);
+    if let Some(flow) = cmd::run_now(session, &parsed, out) {
         return flow;
     }
-    if let Some(requests) = requests {
-        session.load_tags_ahead(command, requests).await;
+    if let Some(pending) = pending {
+        pending.load_tags_ahead(session, &parsed).await;
     }
-    session.execute(command, out).await
-}
-
-#[cfg(test)]
-mod tests {
-    use std::error::Error;
-
-    use idmint_core::store::MemoryStore;
-    use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
-    use idmint_store::Store;
-    use tokio::net::{TcpListener, TcpStream};
-    use tokio::task::JoinHandle;
-
-    use super::super::{serve, RespOptions};
-    use super::*;
-    use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
-    use crate::test_io::read_to_close;
-
-    type TestResult = Result<(), Box<dyn Error>>;
-    type Running = (
-        SocketAddr,
-        oneshot::Sender<()>,
-        JoinHandle<std::io::Result<()>>,
-    );
-
-    /// The RESP listener with a 300 ms partial-request timeout, over an in-memory store.
-    async fn start() -> Result<Running, Box<dyn Error>> {
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
-        let memory = Arc::new(MemoryStore::new(Arc::clone(&clock)));
-        let store = Store {
-            segments: memory.clone(),
-            leases: memory,
-            display_url: "memory".into(),
-            set: None,
-        };
-        let config = IdsConfig {
-            layout: Layout::parse("time:41@1ms,worker:10,seq:12")?,
-            datacenter: 0,
-            lease: LeaseConfig::default(),
-            snowflake: SnowflakeConfig::default(),
-            segments: SegmentOptions::default(),
-            permutation: None,
-        };
-        let ids = Ids::start(config, store, clock).await?;
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let options = RespOptions {
-            partial_request_timeout: Duration::from_millis(300),
-            ..RespOptions::default()
-        };
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, ids, options, async {
-            let _ = stopped.await;
-        }));
-        Ok((addr, stop, task))
-    }
-
-    async fn read_text(stream: &mut TcpStream, len: usize) -> Result<String, Box<dyn Error>> {
-        let mut buf = vec![0u8; len];
-        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut buf)).await??;
-        Ok(String::from_utf8_lossy(&buf).into_owned())
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn a_partial_request_is_timed_out_but_idle_and_progressing_clients_are_not() -> TestResult
-    {
-        let (addr, stop, task) = start().await?;
-        let mut partial = TcpStream::connect(addr).await?;
-        partial
-            .write_all(b"*2\r\n$4\r\nINCR\r\n$100\r\nabc")
-            .await?;
-        let mut idle = TcpStream::connect(addr).await?;
-        // A pipeline whose commands complete one by one, each within the timeout, though the
-        // whole takes longer than it.
-        let mut steady = TcpStream::connect(addr).await?;
-        for piece in [&b"PING\r\nPI"[..], b"NG\r\nPI", b"NG\r\nPI"] {
-            steady.write_all(piece).await?;
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        }
-        steady.write_all(b"NG\r\n").await?;
-        assert_eq!(read_text(&mut steady, 28).await?, "+PONG\r\n".repeat(4));
-        assert_eq!(
-            read_to_close(&mut partial).await?,
-            "-ERR Protocol error: request not complete within 0.3 s\r\n"
-        );
-        // Idle well past the timeout, and still served.
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        idle.write_all(b"PING\r\n").await?;
-        assert_eq!(read_text(&mut idle, 7).await?, "+PONG\r\n");
-        drop((idle, steady));
-        let _ = stop.send(());
-        task.await??;
-        Ok(())
-    }
+    cmd::execute(session, command, parsed, out).await
 }

@@ -13,8 +13,8 @@ use tokio::sync::oneshot;
 use tokio::task::{self, JoinSet};
 
 use super::connection;
+use super::options::RespOptions;
 use super::shared::Shared;
-use super::RespOptions;
 use crate::accept::{Admission, Admitted, Refusal};
 use crate::ids::Ids;
 use crate::tally::ListenerTallies;
@@ -144,5 +144,101 @@ fn log_task_end(ended: Result<(task::Id, ()), task::JoinError>) -> task::Id {
             }
             error.id()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The connection loop's timers, through a listener.
+
+    use std::error::Error;
+    use std::net::SocketAddr;
+
+    use idmint_core::store::MemoryStore;
+    use idmint_core::{Clock, Layout, SnowflakeConfig, SystemClock};
+    use idmint_store::Store;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::task::JoinHandle;
+
+    use super::*;
+    use crate::ids::{Ids, IdsConfig, LeaseConfig, SegmentOptions};
+    use crate::test_io::read_to_close;
+
+    type TestResult = Result<(), Box<dyn Error>>;
+    type Running = (
+        SocketAddr,
+        oneshot::Sender<()>,
+        JoinHandle<std::io::Result<()>>,
+    );
+
+    /// The RESP listener with a 300 ms partial-request timeout, over an in-memory store.
+    async fn start() -> Result<Running, Box<dyn Error>> {
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let memory = Arc::new(MemoryStore::new(Arc::clone(&clock)));
+        let store = Store {
+            segments: memory.clone(),
+            leases: memory,
+            display_url: "memory".into(),
+            set: None,
+        };
+        let config = IdsConfig {
+            layout: Layout::parse("time:41@1ms,worker:10,seq:12")?,
+            datacenter: 0,
+            lease: LeaseConfig::default(),
+            snowflake: SnowflakeConfig::default(),
+            segments: SegmentOptions::default(),
+            permutation: None,
+        };
+        let ids = Ids::start(config, store, clock).await?;
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let options = RespOptions {
+            partial_request_timeout: Duration::from_millis(300),
+            ..RespOptions::default()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(serve(listener, ids, options, async {
+            let _ = stopped.await;
+        }));
+        Ok((addr, stop, task))
+    }
+
+    async fn read_text(stream: &mut TcpStream, len: usize) -> Result<String, Box<dyn Error>> {
+        let mut buf = vec![0u8; len];
+        tokio::time::timeout(Duration::from_secs(10), stream.read_exact(&mut buf)).await??;
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_partial_request_is_timed_out_but_idle_and_progressing_clients_are_not() -> TestResult
+    {
+        let (addr, stop, task) = start().await?;
+        let mut partial = TcpStream::connect(addr).await?;
+        partial
+            .write_all(b"*2\r\n$4\r\nINCR\r\n$100\r\nabc")
+            .await?;
+        let mut idle = TcpStream::connect(addr).await?;
+        // A pipeline whose commands complete one by one, each within the timeout, though the
+        // whole takes longer than it.
+        let mut steady = TcpStream::connect(addr).await?;
+        for piece in [&b"PING\r\nPI"[..], b"NG\r\nPI", b"NG\r\nPI"] {
+            steady.write_all(piece).await?;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        steady.write_all(b"NG\r\n").await?;
+        assert_eq!(read_text(&mut steady, 28).await?, "+PONG\r\n".repeat(4));
+        assert_eq!(
+            read_to_close(&mut partial).await?,
+            "-ERR Protocol error: request not complete within 0.3 s\r\n"
+        );
+        // Idle well past the timeout, and still served.
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        idle.write_all(b"PING\r\n").await?;
+        assert_eq!(read_text(&mut idle, 7).await?, "+PONG\r\n");
+        drop((idle, steady));
+        let _ = stop.send(());
+        task.await??;
+        Ok(())
     }
 }

@@ -4,27 +4,28 @@
 //! SQLite). A client pipelining `INCR` on many new tags would wait for them one after the
 //! other, though the store could take them together (SQLite's group commit, a pool of
 //! connections elsewhere). So when a command is about to load a tag, the connection decodes
-//! the rest of what it has read ([`Requests::decode_rest`]) and loads the new tags of the run
+//! the rest of what it has read ([`Pending::decode_rest`]) and loads the new tags of the run
 //! of minting commands that follows, [`LOAD_AT_ONCE`] at a time. The commands then run one by
 //! one, in order, as before: only the loading moved ahead, and loading issues no ID.
 //!
 //! Loading ahead creates a tag only where the command itself would: the connection may mint
 //! and may use that tag, no transaction is open, and the run stops at the first command that
-//! is not `INCR tag`, `INCRBY tag n` (a valid `n`) or `IDMINT.NEXT tag`, since anything else
-//! (`AUTH`, `MULTI`, `QUIT`, `RESET`...) could change what the commands after it may do. A
-//! load that fails stops loading ahead until the next read, so a store outage costs no more
-//! store calls than the commands make themselves.
+//! is not `INCR tag`, `INCRBY tag n` or `IDMINT.NEXT tag [options]` with valid arguments, since
+//! anything else (`AUTH`, `MULTI`, `QUIT`, `RESET`...) could change what the commands after it
+//! may do. Which commands those are is read from the commands' own parses
+//! ([`Parsed::loaded_tag`]). A load that fails stops loading ahead until the next read, so a
+//! store outage costs no more store calls than the commands make themselves.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use idmint_core::Tag;
 use idmint_resp::{Command, ProtocolError, RequestDecoder};
 use tokio::task::JoinSet;
 
-use super::connection::Session;
-use super::reply;
+use super::cmd::{self, Parsed};
+use super::session::Session;
 use crate::ids::Asker;
 
 /// New tags loaded at the same time by one connection.
@@ -35,7 +36,7 @@ const MOST_AHEAD: usize = 256;
 
 /// The requests a connection has read: its buffer, and the commands decoded ahead of their
 /// turn.
-pub(super) struct Requests {
+pub(super) struct Pending {
     decoder: RequestDecoder,
     /// Bytes read and not yet decoded.
     pub(super) inbuf: BytesMut,
@@ -47,7 +48,7 @@ pub(super) struct Requests {
     loads_failed: bool,
 }
 
-impl Requests {
+impl Pending {
     pub(super) fn new(decoder: RequestDecoder, inbuf: BytesMut) -> Self {
         Self {
             decoder,
@@ -88,24 +89,26 @@ impl Requests {
     }
 }
 
-impl Session {
-    /// Before `command` runs: when it would load a tag from the store, loads the new tags of
-    /// the minting commands read after it at the same time (see the module's docs).
-    pub(super) async fn load_tags_ahead(&mut self, command: &Command, requests: &mut Requests) {
-        if requests.loads_failed || !self.may_mint || self.transaction.is_some() {
+impl Pending {
+    /// Before the command `parsed` runs: when it would load a tag from the store, loads the
+    /// new tags of the minting commands read after it at the same time (see the module's
+    /// docs).
+    pub(super) async fn load_tags_ahead(&mut self, session: &Session, parsed: &Parsed<'_>) {
+        if self.loads_failed || !session.may_mint || session.transaction.is_some() {
             return;
         }
-        let max_count = self.shared.options.max_count;
-        let Some(first) = minted_tag(command, max_count).and_then(|raw| self.new_tag(raw)) else {
+        let max_count = session.shared.options.max_count;
+        let Some(first) = parsed.loaded_tag().and_then(|raw| new_tag(session, raw)) else {
             return;
         };
-        requests.decode_rest();
+        self.decode_rest();
         let mut tags = vec![first];
-        for next in &requests.ahead {
-            let Some(raw) = minted_tag(next, max_count) else {
+        for next in &self.ahead {
+            let parsed = cmd::parse(next, max_count);
+            let Some(raw) = parsed.loaded_tag() else {
                 break;
             };
-            if let Some(tag) = self.new_tag(raw) {
+            if let Some(tag) = new_tag(session, raw) {
                 if !tags.contains(&tag) {
                     tags.push(tag);
                     if tags.len() == MOST_AHEAD {
@@ -123,8 +126,8 @@ impl Session {
             if loads.len() >= LOAD_AT_ONCE {
                 failed |= !matches!(loads.join_next().await, Some(Ok(true)));
             }
-            let ids = Arc::clone(&self.shared.ids);
-            let grant = self.grant.clone();
+            let ids = Arc::clone(&session.shared.ids);
+            let grant = session.grant.clone();
             loads.spawn(async move {
                 let asker = grant.as_deref().map_or(Asker::Operator, Asker::of);
                 match ids.segments().buffer(&tag, asker).await {
@@ -137,37 +140,23 @@ impl Session {
             failed |= !matches!(loaded, Ok(true));
         }
         // The commands report their own errors when they run.
-        requests.loads_failed = failed;
-    }
-
-    /// The tag spelled `raw` when this connection may use it and neither it nor this node has
-    /// its buffer yet.
-    fn new_tag(&self, raw: &[u8]) -> Option<Tag> {
-        let allowed = self.grant.as_ref().is_some_and(|g| g.allows_tag(raw));
-        if !allowed || self.tags.contains(raw) {
-            return None;
-        }
-        let tag = Tag::new(std::str::from_utf8(raw).ok()?).ok()?;
-        self.shared
-            .ids
-            .segments()
-            .loaded(&tag)
-            .is_none()
-            .then_some(tag)
+        self.loads_failed = failed;
     }
 }
 
-/// The tag of `INCR tag`, `INCRBY tag n` (with `n` in `1..=max_count`) or `IDMINT.NEXT tag`:
-/// the commands that load their tag and change nothing else.
-fn minted_tag(command: &Command, max_count: u64) -> Option<&Bytes> {
-    match command.args() {
-        [name, tag] if name.eq_ignore_ascii_case(b"INCR") => Some(tag),
-        [name, tag] if name.eq_ignore_ascii_case(b"IDMINT.NEXT") => Some(tag),
-        // As `INCRBY` reads its count (`reply::parse_count`).
-        [name, tag, n] if name.eq_ignore_ascii_case(b"INCRBY") => reply::parse_i64(n)
-            .and_then(|n| u64::try_from(n).ok())
-            .is_some_and(|n| (1..=max_count).contains(&n))
-            .then_some(tag),
-        _ => None,
+/// The tag spelled `raw` when `session` may use it and neither it nor this node has its
+/// buffer yet.
+fn new_tag(session: &Session, raw: &[u8]) -> Option<Tag> {
+    let allowed = session.grant.as_ref().is_some_and(|g| g.allows_tag(raw));
+    if !allowed || session.tags.contains(raw) {
+        return None;
     }
+    let tag = Tag::new(std::str::from_utf8(raw).ok()?).ok()?;
+    session
+        .shared
+        .ids
+        .segments()
+        .loaded(&tag)
+        .is_none()
+        .then_some(tag)
 }

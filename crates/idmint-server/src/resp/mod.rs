@@ -11,108 +11,45 @@
 //! The bytes are parsed by `idmint-resp` (arrays of bulk strings and inline commands, bounded
 //! by [`Limits`]); replies are RESP2 until a connection sends `HELLO 3`, then RESP3 (maps,
 //! sets, null, verbatim text where Redis sends them). This module owns the sockets and runs
-//! the commands:
+//! the commands, in the shape of tokio's mini-redis: the connection loop only moves frames,
+//! and each command is a pure parse into a typed value plus an apply on the session.
 //!
-//! - `listener`: the accept loop, the connection limit and graceful shutdown;
-//! - `connection`: one connection's read, decode, execute and write loop, pipelining included
-//!   (every complete command of a read is answered, and the replies leave in one write), and
-//!   the commands of a transaction at `EXEC`;
-//! - `cmd`: the command table, dispatch and `MULTI` queueing, one file per command or family;
+//! Files, each importing only from the files listed before it (no two import each other, and
+//! none imports this one, which only declares and re-exports):
+//!
+//! - `options`: [`RespOptions`] and [`SERVER_LIMITS`];
+//! - `reply`: integer arguments, ID replies (integers, or strings for JavaScript), and the
+//!   mapping of `idmint_core::Error` to replies;
+//! - `shared` (options): what every connection of a listener shares;
 //! - `tags`: each connection's cache of segment buffers, so `INCR tag` on the hot path is one
 //!   lock-free claim and no allocation;
-//! - `reply`: argument parsing helpers, ID replies (integers, or strings for JavaScript), and
-//!   the mapping of `idmint_core::Error` to replies;
-//! - `shared`: what every connection shares.
+//! - `queue`: the commands of an open `MULTI`, and their bounds;
+//! - `returnables`: the runs `IDMINT.GIVEBACK` may return;
+//! - `session` (shared, tags, queue, returnables, reply): one connection's state (grant,
+//!   protocol, ID format, name, transaction, tag cache), what the commands read and change;
+//! - `cmd` (session and the files above): the command table, and per command or family a file
+//!   with its pure parse (the arguments into a typed value: no session, no I/O, no store) and
+//!   its apply on the session; `cmd/mod.rs` parses a request into a `cmd::Request` and
+//!   dispatches it (name, arity, authentication, `MULTI` queueing);
+//! - `lookahead` (cmd, session): a connection's pending requests, and the loading of a
+//!   pipeline's new tags at once, using the commands' own parses;
+//! - `connection` (lookahead, cmd, session, shared): one connection's I/O loop: read, decode,
+//!   hand each command to the session, write the replies (every complete command of a read is
+//!   answered, and the replies leave in one write), with its buffers' bounds and timers;
+//! - `listener` (connection, shared, options): the accept loop, the connection limit and
+//!   graceful shutdown.
 
 mod cmd;
 mod connection;
 mod listener;
 mod lookahead;
+mod options;
+mod queue;
 mod reply;
+mod returnables;
+mod session;
 mod shared;
 mod tags;
 
-use std::fmt;
-use std::sync::Arc;
-use std::time::Duration;
-
-use idmint_resp::Limits;
-
-use crate::auth::Auth;
-use crate::config::ConnectionLimits;
-use crate::io_threads::IoThreads;
-use crate::tls::Tls;
-
 pub use self::listener::serve;
-
-/// The codec's default limits, with requests capped at 64 KiB instead of 1 MiB.
-///
-/// A client that stalls in the middle of a request holds its bytes in its connection's buffer
-/// until the request completes or times out (`partial_request_timeout`); at
-/// `max_connections` such clients, that is `max_connections x max_request_len`: 10 GiB with
-/// the codec's 1 MiB, 640 MiB with 64 KiB. idmint's commands carry a tag of at most 128 bytes
-/// and a few integers, and what stock clients send (`HELLO`, `AUTH`, `CLIENT SETINFO`) is as
-/// small, so 64 KiB refuses nothing a real client sends. (Inline lines keep the codec's
-/// `max_inline_len`, also 64 KiB.)
-pub const SERVER_LIMITS: Limits = Limits {
-    max_request_len: 64 * 1024,
-    ..Limits::DEFAULT
-};
-
-/// How the Redis-protocol listener behaves.
-#[derive(Clone)]
-pub struct RespOptions {
-    /// The tokens: `AUTH [user] token` (or `HELLO 3 AUTH user token`) with one of them gives
-    /// the connection its grant. With tokens configured, every command but `AUTH`, `HELLO`,
-    /// `PING`, `QUIT` and `RESET` is refused with `-NOAUTH` until then, and a command outside
-    /// the grant's scope or tags with `-NOPERM`. With none (the default), everything is open.
-    pub auth: Arc<Auth>,
-    /// Bounds on what one request may declare or contain. Default [`SERVER_LIMITS`].
-    pub limits: Limits,
-    /// Largest `COUNT` of `IDMINT.SNOWFLAKE` and `IDMINT.NEXT`, and largest `INCRBY` increment.
-    pub max_count: u64,
-    /// Most connections served at once (beyond it a connection is answered
-    /// `-ERR max number of clients reached` and closed, as Redis does), per client address,
-    /// how long a connection has to authenticate, and the idle timeout.
-    pub connections: ConnectionLimits,
-    /// How long a request may take to arrive once its first byte has (counted again after
-    /// each complete command): a client that starts a request and then stalls or trickles it
-    /// (slowloris) is answered `-ERR Protocol error: ...` and closed after it, rather than
-    /// holding its connection and up to [`Limits::max_request_len`] bytes of buffer forever.
-    /// Idle connections, with no partial request, are never timed out, as with Redis.
-    /// Default 30 s.
-    pub partial_request_timeout: Duration,
-    /// The threads that serve connections; `None` serves them on the accepting runtime.
-    pub io: Option<Arc<IoThreads>>,
-    /// TLS: when set, every connection starts with a TLS handshake (`rediss://`).
-    pub tls: Option<Tls>,
-}
-
-impl Default for RespOptions {
-    fn default() -> Self {
-        Self {
-            auth: Arc::new(Auth::default()),
-            limits: SERVER_LIMITS,
-            max_count: 10_000,
-            connections: ConnectionLimits::default(),
-            partial_request_timeout: Duration::from_secs(30),
-            io: None,
-            tls: None,
-        }
-    }
-}
-
-impl fmt::Debug for RespOptions {
-    /// Never shows the token itself.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RespOptions")
-            .field("auth", &self.auth)
-            .field("limits", &self.limits)
-            .field("max_count", &self.max_count)
-            .field("connections", &self.connections)
-            .field("partial_request_timeout", &self.partial_request_timeout)
-            .field("io_threads", &self.io.as_ref().map(|io| io.len()))
-            .field("tls", &self.tls)
-            .finish()
-    }
-}
+pub use self::options::{RespOptions, SERVER_LIMITS};

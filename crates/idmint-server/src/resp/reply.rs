@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use idmint_core::{Dating, Error, IdForm, Radix};
+use idmint_core::{Dating, Error, ErrorCode, IdForm, Radix};
 use idmint_resp::encode;
 
 /// Redis' wording for an argument that is not a 64-bit integer.
@@ -51,26 +51,6 @@ pub(super) fn parse_u64(arg: &[u8]) -> Option<u64> {
             None
         }
     })
-}
-
-/// A count in `1..=max`: `COUNT n` and `INCRBY tag n`. Writes the error reply on failure.
-pub(super) fn parse_count(out: &mut BytesMut, arg: &[u8], what: &str, max: u64) -> Option<u64> {
-    match parse_i64(arg) {
-        None => {
-            encode::error(out, NOT_AN_INTEGER);
-            None
-        }
-        Some(n) => match u64::try_from(n) {
-            Ok(n) if (1..=max).contains(&n) => Some(n),
-            _ => {
-                encode::error_fmt(
-                    out,
-                    format_args!("ERR {what} must be between 1 and {max}, got {n}"),
-                );
-                None
-            }
-        },
-    }
 }
 
 /// How a connection's ID replies are written.
@@ -265,13 +245,14 @@ impl ExactSizeIterator for RunIds {}
 ///   `--max-tags` is reached), `-ERR tag_quota ...` (the token's `max_tags` is), `-ERR store_corrupt ...`, and `-ERR permuted ...` from
 ///   [`permuted`].
 pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
-    if error.is_retryable() {
+    let code = error.code();
+    if code.is_retryable() {
         tracing::debug!(%error, "RESP command failed; retryable");
         encode::error_fmt(
             out,
             format_args!("TRYAGAIN idmint is temporarily unavailable: {error}"),
         );
-    } else if let Some(code) = error_code(error) {
+    } else if named_after_err(code) {
         tracing::debug!(%error, "RESP command failed");
         encode::error_fmt(out, format_args!("ERR {code} {error}"));
     } else {
@@ -284,24 +265,27 @@ pub(super) fn service_error(out: &mut BytesMut, error: &Error) {
 /// hands out its IDs permuted: `-ERR permuted ...`, the HTTP API's code, so a client library
 /// can turn to batches.
 pub(super) fn permuted(out: &mut BytesMut) {
+    let code = ErrorCode::Permuted;
     encode::error_fmt(
         out,
-        format_args!("ERR permuted {}", crate::ids::Ids::RUNS_REFUSED),
+        format_args!("ERR {code} {}", crate::ids::Ids::RUNS_REFUSED),
     );
 }
 
-/// The code of an error that a client acts on differently from any other (see
-/// [`service_error`]): the same word as the HTTP API's `error.code`.
-fn error_code(error: &Error) -> Option<&'static str> {
-    match error {
-        Error::TagExhausted { .. } => Some("tag_exhausted"),
-        Error::DatedRangeRefused { .. } => Some("dated"),
-        Error::PeriodUnavailable { .. } => Some("period_unavailable"),
-        Error::TooManyTags { .. } => Some("too_many_tags"),
-        Error::TagQuota { .. } => Some("tag_quota"),
-        Error::StoreCorrupt { .. } => Some("store_corrupt"),
-        _ => None,
-    }
+/// Whether a `-ERR` reply names `code` right after `ERR` (see [`service_error`]): the codes a
+/// client acts on differently from any other refusal. The others keep Redis' plain `-ERR
+/// message`, which clients written for Redis show as they are.
+fn named_after_err(code: ErrorCode) -> bool {
+    matches!(
+        code,
+        ErrorCode::TagExhausted
+            | ErrorCode::Dated
+            | ErrorCode::PeriodUnavailable
+            | ErrorCode::TooManyTags
+            | ErrorCode::TagQuota
+            | ErrorCode::StoreCorrupt
+            | ErrorCode::Permuted
+    )
 }
 
 #[cfg(test)]
@@ -334,25 +318,6 @@ mod tests {
     }
 
     #[test]
-    fn counts_are_bounded() {
-        let mut out = BytesMut::new();
-        assert_eq!(parse_count(&mut out, b"5", "COUNT", 10), Some(5));
-        assert!(out.is_empty());
-        assert_eq!(parse_count(&mut out, b"0", "COUNT", 10), None);
-        assert_eq!(&out[..], b"-ERR COUNT must be between 1 and 10, got 0\r\n");
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"11", "COUNT", 10), None);
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"-3", "COUNT", 10), None);
-        out.clear();
-        assert_eq!(parse_count(&mut out, b"ten", "COUNT", 10), None);
-        assert_eq!(
-            &out[..],
-            b"-ERR value is not an integer or out of range\r\n"
-        );
-    }
-
-    #[test]
     fn errors_map_by_retryability() {
         let mut out = BytesMut::new();
         service_error(&mut out, &Error::store_unavailable("connection refused"));
@@ -361,7 +326,7 @@ mod tests {
             b"-TRYAGAIN idmint is temporarily unavailable: store unavailable: connection refused\r\n"
         );
         out.clear();
-        service_error(&mut out, &Error::UnknownTag("x".into()));
+        service_error(&mut out, &Error::UnknownTag { tag: "x".into() });
         assert_eq!(&out[..], b"-ERR unknown tag `x`\r\n");
         out.clear();
         service_error(&mut out, &Error::TagExhausted { tag: "x".into() });
@@ -373,6 +338,17 @@ mod tests {
         out.clear();
         service_error(&mut out, &Error::store_corrupt("malformed"));
         assert_eq!(&out[..], b"-ERR store_corrupt store corrupt: malformed\r\n");
+        out.clear();
+        permuted(&mut out);
+        assert!(out.starts_with(b"-ERR permuted "), "{}", out.escape_ascii());
+    }
+
+    #[test]
+    fn a_code_named_after_err_is_never_a_retryable_one() {
+        // A retryable error is `-TRYAGAIN` whatever its code.
+        for &code in ErrorCode::ALL {
+            assert!(!(named_after_err(code) && code.is_retryable()), "{code}");
+        }
     }
 
     #[test]

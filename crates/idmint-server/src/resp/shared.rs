@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::RespOptions;
+use super::options::RespOptions;
 use crate::auth::Grant;
 use crate::ids::Ids;
 use crate::tally::ListenerTallies;

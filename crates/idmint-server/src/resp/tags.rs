@@ -107,7 +107,9 @@ impl TagCache {
         }
         self.entries.first_mut().ok_or_else(|| {
             // Unreachable: the entry was found or just inserted at the front.
-            Error::UnknownTag(String::from_utf8_lossy(raw).into_owned())
+            Error::UnknownTag {
+                tag: String::from_utf8_lossy(raw).into_owned(),
+            }
         })
     }
 

@@ -28,9 +28,9 @@ use crate::error::ServerError;
 use crate::http::{self, ConnectionOptions, HttpOptions};
 use crate::ids::Ids;
 use crate::io_threads::IoThreads;
-use crate::metered_store::metered;
 use crate::resp::{self, RespOptions};
-use crate::store_calls;
+use crate::store::main_runtime;
+use crate::store::metered::metered;
 use crate::telemetry;
 use crate::tls::Tls;
 
@@ -65,7 +65,7 @@ pub async fn run(
         namespace: config.namespace.clone(),
         call_timeout: config.store_call_timeout,
     };
-    let store = store_calls::on_main_runtime(
+    let store = main_runtime::on_main_runtime(
         metered(
             idmint_store::open_set(&config.stores, &store_options, &config.set_options()).await?,
         ),

@@ -105,10 +105,7 @@ async fn a_lost_lease_is_replaced_and_no_id_repeats() {
     let stolen = other.leases.acquire(&request).await.unwrap();
     let layout = node.layout().clone();
     let fence = Fence::from_hwm_ms(&layout, stolen.hwm_ms, u64::MAX);
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_secs(5),
-        ..SnowflakeConfig::default()
-    };
+    let config = SnowflakeConfig::default().with_max_lead(Duration::from_secs(5));
     let thief = SnowflakeGenerator::builder(layout)
         .worker(stolen.worker_id)
         .clock(clock())
@@ -186,11 +183,10 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
     let url = sqlite_url("ids");
     let mut cfg = ids_config(LAYOUT, "w");
     cfg.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
-    cfg.snowflake = SnowflakeConfig {
-        max_lead: Duration::ZERO,
-        max_wait: Duration::from_millis(20),
-        spread_bits: 0,
-    };
+    cfg.snowflake = SnowflakeConfig::default()
+        .with_max_lead(Duration::ZERO)
+        .with_max_wait(Duration::from_millis(20))
+        .with_spread_bits(0);
     cfg.segments.auto_create_tags = false;
     let ids = Ids::start(cfg, store(&url).await, clock()).await.unwrap();
     // 1,000 IDs at 4 per ms with no borrowing: far more than 20 ms of waiting can give.
@@ -202,7 +198,7 @@ async fn waits_are_bounded_and_unknown_tags_refused_when_asked() {
         .segment_ids(&Tag::new("nope").unwrap(), 1, Asker::Operator)
         .await
         .unwrap_err();
-    assert_eq!(err, Error::UnknownTag("nope".into()));
+    assert_eq!(err, Error::UnknownTag { tag: "nope".into() });
     ids.shutdown().await.unwrap();
 }
 

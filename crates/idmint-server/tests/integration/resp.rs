@@ -763,11 +763,10 @@ async fn service_errors_are_err_or_tryagain() {
     let mut config = ids_config(LAYOUT, "resp-test");
     // 4 IDs per ms and no borrowing from the future: 1,000 IDs cannot be had in 20 ms.
     config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
-    config.snowflake = SnowflakeConfig {
-        max_lead: Duration::ZERO,
-        max_wait: Duration::from_millis(20),
-        spread_bits: 0,
-    };
+    config.snowflake = SnowflakeConfig::default()
+        .with_max_lead(Duration::ZERO)
+        .with_max_wait(Duration::from_millis(20))
+        .with_spread_bits(0);
     config.segments.auto_create_tags = false;
     let server = Server::start_with(config, RespOptions::default()).await;
     let mut con = server.client().await;
@@ -1252,11 +1251,10 @@ async fn shutdown_lets_a_command_in_flight_finish() {
     // 4 IDs per ms and at most 20 ms borrowed: a batch of 1,000 waits its whole `max_wait`
     // (1.5 s) and fails; it is in flight meanwhile.
     config.layout = Layout::parse("time:41@1ms,worker:4,seq:2").unwrap();
-    config.snowflake = SnowflakeConfig {
-        max_lead: Duration::from_millis(20),
-        max_wait: Duration::from_millis(1_500),
-        spread_bits: 0,
-    };
+    config.snowflake = SnowflakeConfig::default()
+        .with_max_lead(Duration::from_millis(20))
+        .with_max_wait(Duration::from_millis(1_500))
+        .with_spread_bits(0);
     let server = Server::start_with(config, RespOptions::default()).await;
     let mut raw = server.raw().await;
     raw.write_all(b"PING\r\n").await.unwrap();

@@ -300,7 +300,9 @@ impl RedisStore {
         match reply.as_slice() {
             [status] if status == "ok" => Ok(true),
             [status] if status == "no" => Ok(false),
-            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            [status] if status == "unknown" => Err(Error::UnknownTag {
+                tag: tag.to_string(),
+            }),
             _ => Err(unexpected(what, &reply)),
         }
     }
@@ -457,7 +459,9 @@ impl SegmentStore for RedisStore {
                 fits.then_some(range)
                     .ok_or_else(|| unexpected(what, &reply))
             }
-            [status] if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            [status] if status == "unknown" => Err(Error::UnknownTag {
+                tag: tag.to_string(),
+            }),
             [status] if status == "exhausted" => Err(Error::TagExhausted {
                 tag: tag.to_string(),
             }),
@@ -495,7 +499,9 @@ impl SegmentStore for RedisStore {
         let reply = self.run(what, &invocation).await?;
         match reply.split_first() {
             Some((status, fields)) if status == "ok" => tag_info(tag.clone(), fields),
-            Some((status, [])) if status == "exists" => Err(Error::TagExists(tag.to_string())),
+            Some((status, [])) if status == "exists" => Err(Error::TagExists {
+                tag: tag.to_string(),
+            }),
             _ => Err(unexpected(what, &reply)),
         }
     }
@@ -521,7 +527,9 @@ impl SegmentStore for RedisStore {
         let reply = self.run(what, &invocation).await?;
         match reply.split_first() {
             Some((status, fields)) if status == "ok" => tag_info(tag.clone(), fields),
-            Some((status, [])) if status == "unknown" => Err(Error::UnknownTag(tag.to_string())),
+            Some((status, [])) if status == "unknown" => Err(Error::UnknownTag {
+                tag: tag.to_string(),
+            }),
             _ => Err(unexpected(what, &reply)),
         }
     }

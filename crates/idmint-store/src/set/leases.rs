@@ -2,6 +2,7 @@
 //! worker ID; renewals and releases to the store that owns the worker ID; the ID space on every
 //! store.
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use idmint_core::store::{
 };
 use idmint_core::IdSpaceRecord;
 
-use super::members::{Member, Members};
+use super::members::{none_answers, Member, Members};
 use crate::{Error, Result, Store};
 
 /// The lease side of a set.
@@ -53,31 +54,29 @@ impl WorkerLeases for SetLeases {
                 .answered(member, store.leases.acquire(&request).await);
         }
         let mut refusal = None;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
+        let asking = |member: &Member, store: Store| {
             let request = LeaseRequest {
                 partition: member.partition,
                 ..request.clone()
             };
-            match self
-                .members
-                .answered(member, store.leases.acquire(&request).await)
-            {
-                Ok(lease) => return Ok(lease),
+            async move { store.leases.acquire(&request).await }
+        };
+        let lease = self
+            .members
+            .ask_each(asking, |_, result| match result {
                 // This store's worker IDs are all held, or it is down: the next one may have one.
                 Err(error @ (Error::NoWorkerFree { .. } | Error::StoreUnavailable { .. })) => {
                     if refusal.is_none() || matches!(error, Error::NoWorkerFree { .. }) {
                         refusal = Some(error);
                     }
+                    ControlFlow::Continue(())
                 }
-                Err(error) => return Err(error),
-            }
-        }
-        Err(refusal.unwrap_or_else(|| {
-            Error::store_unavailable("acquiring a worker ID: no store of the set answers")
-        }))
+                answer => ControlFlow::Break(answer),
+            })
+            .await;
+        lease.unwrap_or_else(|| {
+            Err(refusal.unwrap_or_else(|| none_answers("acquiring a worker ID")))
+        })
     }
 
     async fn renew(&self, lease: &Lease, hwm_ms: u64, ttl: Duration) -> Result<Renewal> {
@@ -96,14 +95,10 @@ impl WorkerLeases for SetLeases {
         let mut all = Vec::new();
         let mut answered = false;
         let mut outage = None;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            match self
-                .members
-                .answered(member, store.leases.list_leases().await)
-            {
+        let asking = |_: &Member, store: Store| async move { store.leases.list_leases().await };
+        let failed = self
+            .members
+            .ask_each(asking, |member, result| match result {
                 Ok(leases) => {
                     answered = true;
                     // Rows of other partitions (from before the set) belong to their owners.
@@ -112,15 +107,20 @@ impl WorkerLeases for SetLeases {
                             .into_iter()
                             .filter(|l| member.partition.owns_worker(l.worker_id)),
                     );
+                    ControlFlow::Continue(())
                 }
-                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
-                Err(error) => return Err(error),
-            }
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            })
+            .await;
+        if let Some(error) = failed {
+            return Err(error);
         }
         if !answered {
-            return Err(outage.unwrap_or_else(|| {
-                Error::store_unavailable("listing leases: no store of the set answers")
-            }));
+            return Err(outage.unwrap_or_else(|| none_answers("listing leases")));
         }
         all.sort_by_key(|l| l.worker_id);
         Ok(all)
@@ -159,25 +159,28 @@ impl WorkerLeases for SetLeases {
         }
         let mut recorded = false;
         let mut outage = None;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            match self.members.answered(
-                member,
-                store.leases.record_id_space(record, hwm_bound_ms).await,
-            ) {
-                Ok(()) => recorded = true,
-                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
-                Err(error) => return Err(error),
-            }
-        }
-        match (recorded, outage) {
-            (true, _) => Ok(()),
-            (false, Some(error)) => Err(error),
-            (false, None) => Err(Error::store_unavailable(
-                "recording the ID space: no store of the set answers",
-            )),
+        let asking = |_: &Member, store: Store| async move {
+            store.leases.record_id_space(record, hwm_bound_ms).await
+        };
+        let failed = self
+            .members
+            .ask_each(asking, |_, result| match result {
+                Ok(()) => {
+                    recorded = true;
+                    ControlFlow::Continue(())
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            })
+            .await;
+        match (failed, recorded, outage) {
+            (Some(error), _, _) => Err(error),
+            (None, true, _) => Ok(()),
+            (None, false, Some(error)) => Err(error),
+            (None, false, None) => Err(none_answers("recording the ID space")),
         }
     }
 

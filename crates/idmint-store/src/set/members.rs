@@ -2,6 +2,7 @@
 //! one owns a worker ID or a segment ID.
 
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -241,31 +242,55 @@ impl Members {
         }
     }
 
+    /// Asks each store a call should try ([`to_try`](Self::to_try)) in turn: `call` with the
+    /// store, then `answer` with how it went (an outage has marked the store down by then).
+    /// Stops at the first [`ControlFlow::Break`] and gives its value; `None` once every store
+    /// was asked, or when none is open. The one loop over the stores of a set: each caller says
+    /// what an answer means (the first one wins, all are merged, an outage moves on).
+    pub(super) async fn ask_each<'a, T, B, F, Fut>(
+        self: &'a Arc<Self>,
+        mut call: F,
+        mut answer: impl FnMut(&'a Member, Result<T>) -> ControlFlow<B>,
+    ) -> Option<B>
+    where
+        F: FnMut(&'a Member, Store) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        for member in self.to_try() {
+            let Some(store) = self.store_now(member) else {
+                continue;
+            };
+            let result = self.answered(member, call(member, store).await);
+            if let ControlFlow::Break(value) = answer(member, result) {
+                return Some(value);
+            }
+        }
+        None
+    }
+
     /// Runs `call` on each store in [`in_order`](Self::in_order) until one answers: an
     /// outage ([`Error::StoreUnavailable`]) moves on to the next store, any other result is
     /// the answer. Fails with the last outage when none answers.
     pub(super) async fn first_answer<'a, T, F, Fut>(
         self: &'a Arc<Self>,
         what: &str,
-        mut call: F,
+        call: F,
     ) -> Result<T>
     where
         F: FnMut(&'a Member, Store) -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let mut outage = None;
-        for member in self.to_try() {
-            let Some(store) = self.store_now(member) else {
-                continue;
-            };
-            match self.answered(member, call(member, store).await) {
-                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
-                answer => return answer,
-            }
-        }
-        Err(outage.unwrap_or_else(|| {
-            Error::store_unavailable(format!("{what}: no store of the set answers"))
-        }))
+        let answer = self
+            .ask_each(call, |_, result| match result {
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                answer => ControlFlow::Break(answer),
+            })
+            .await;
+        answer.unwrap_or_else(|| Err(outage.unwrap_or_else(|| none_answers(what))))
     }
 
     /// Notes how a call to `member` went (an outage marks it down until its watcher sees it
@@ -277,6 +302,11 @@ impl Members {
         }
         result
     }
+}
+
+/// The failure of a call that found no store of the set answering (`what` it was doing).
+pub(super) fn none_answers(what: &str) -> Error {
+    Error::store_unavailable(format!("{what}: no store of the set answers"))
 }
 
 /// Brings every store of `stores` to the same ID-space history: the longest one among them,

@@ -2,7 +2,7 @@
 //! node's last range of the tag; tag changes on every store that answers.
 
 use std::collections::HashMap;
-use std::ops::Range;
+use std::ops::{ControlFlow, Range};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use idmint_core::store::{RangeRequest, SegmentStore, TagInfo, TagSettings, TagUp
 use idmint_core::Tag;
 use tokio::task::JoinSet;
 
-use super::members::{Member, Members};
+use super::members::{none_answers, Member, Members};
 use crate::{Error, Result, Store};
 
 /// How long a range request waits for a store before it asks the next one too: a store that
@@ -59,9 +59,11 @@ impl SetSegments {
         request: RangeRequest,
     ) -> Result<Range<u64>> {
         match store.segments.allocate_in(tag, request).await {
-            Err(Error::UnknownTag(_)) => {
+            Err(Error::UnknownTag { .. }) => {
                 let Some(info) = self.tag_info_elsewhere(tag, member.index).await? else {
-                    return Err(Error::UnknownTag(tag.to_string()));
+                    return Err(Error::UnknownTag {
+                        tag: tag.to_string(),
+                    });
                 };
                 let settings = TagSettings {
                     step: info.step,
@@ -71,7 +73,7 @@ impl SetSegments {
                     dating: None,
                 };
                 match self.create_on(member, store, tag, &settings).await {
-                    Ok(_) | Err(Error::TagExists(_)) => {}
+                    Ok(_) | Err(Error::TagExists { .. }) => {}
                     Err(error) => return Err(error),
                 }
                 store.segments.allocate_in(tag, request).await
@@ -118,7 +120,7 @@ impl SetSegments {
             let member = &self.members.list[index];
             match self.members.answered(member, result) {
                 Ok(range) => return Ok(range),
-                Err(Error::UnknownTag(_)) => {
+                Err(Error::UnknownTag { .. }) => {
                     let Some(store) = self.members.store_now(member) else {
                         continue;
                     };
@@ -139,9 +141,7 @@ impl SetSegments {
                 Err(error) => return Err(error),
             }
         }
-        Err(outage.unwrap_or_else(|| {
-            Error::store_unavailable("allocating a segment: no store of the set answers")
-        }))
+        Err(outage.unwrap_or_else(|| none_answers("allocating a segment")))
     }
 
     /// The next store of `order` from `*next` on that is open, moving `*next` past it.
@@ -196,53 +196,52 @@ impl SetSegments {
 
     /// The tag's row from a store other than `except` that answers.
     async fn tag_info_elsewhere(&self, tag: &Tag, except: usize) -> Result<Option<TagInfo>> {
-        for member in self.members.to_try() {
-            if member.index == except {
-                continue;
+        let asking = |member: &Member, store: Store| {
+            let skip = member.index == except;
+            async move {
+                if skip {
+                    return Ok(None);
+                }
+                store.segments.tag_info(tag).await
             }
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            if let Ok(Some(info)) = self
-                .members
-                .answered(member, store.segments.tag_info(tag).await)
-            {
-                return Ok(Some(info));
-            }
-        }
-        Ok(None)
+        };
+        let found = self
+            .members
+            .ask_each(asking, |_, result| match result {
+                Ok(Some(info)) => ControlFlow::Break(info),
+                _ => ControlFlow::Continue(()),
+            })
+            .await;
+        Ok(found)
     }
 
     /// Runs `call` on every store that answers; returns the first answer in call order (home
     /// first), or the first error when none answered with a value.
-    async fn on_every_store<'a, T, F, Fut>(&'a self, what: &str, mut call: F) -> Result<T>
+    async fn on_every_store<'a, T, F, Fut>(&'a self, what: &str, call: F) -> Result<T>
     where
         F: FnMut(&'a Member, Store) -> Fut,
         Fut: std::future::Future<Output = Result<T>>,
     {
         let mut first_answer = None;
         let mut first_error = None;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            match self.members.answered(member, call(member, store).await) {
-                Ok(value) => {
-                    first_answer.get_or_insert(value);
+        self.members
+            .ask_each(call, |_, result| {
+                match result {
+                    Ok(value) => {
+                        first_answer.get_or_insert(value);
+                    }
+                    Err(error) => {
+                        first_error.get_or_insert(error);
+                    }
                 }
-                Err(error) => {
-                    first_error.get_or_insert(error);
-                }
-            }
+                ControlFlow::<()>::Continue(())
+            })
+            .await;
+        match (first_answer, first_error) {
+            (Some(value), _) => Ok(value),
+            (None, Some(error)) => Err(error),
+            (None, None) => Err(none_answers(what)),
         }
-        first_answer.map_or_else(
-            || {
-                Err(first_error.unwrap_or_else(|| {
-                    Error::store_unavailable(format!("{what}: no store of the set answers"))
-                }))
-            },
-            Ok,
-        )
     }
 }
 
@@ -303,27 +302,28 @@ impl SegmentStore for SetSegments {
     async fn tag_info(&self, tag: &Tag) -> Result<Option<TagInfo>> {
         let mut outage = None;
         let mut answered = false;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            match self
-                .members
-                .answered(member, store.segments.tag_info(tag).await)
-            {
-                Ok(Some(info)) => return Ok(Some(info)),
-                Ok(None) => answered = true,
-                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
-                Err(error) => return Err(error),
-            }
-        }
+        let asking = |_: &Member, store: Store| async move { store.segments.tag_info(tag).await };
+        let found = self
+            .members
+            .ask_each(asking, |_, result| match result {
+                Ok(Some(info)) => ControlFlow::Break(Ok(Some(info))),
+                Ok(None) => {
+                    answered = true;
+                    ControlFlow::Continue(())
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(Err(error)),
+            })
+            .await;
         // Every store that answered said no; when none answered, the outage.
-        match (answered, outage) {
-            (false, Some(error)) => Err(error),
-            (false, None) => Err(Error::store_unavailable(
-                "reading a tag: no store of the set answers",
-            )),
-            (true, _) => Ok(None),
+        match (found, answered, outage) {
+            (Some(answer), _, _) => answer,
+            (None, true, _) => Ok(None),
+            (None, false, Some(error)) => Err(error),
+            (None, false, None) => Err(none_answers("reading a tag")),
         }
     }
 
@@ -331,14 +331,10 @@ impl SegmentStore for SetSegments {
         let mut merged: HashMap<Tag, TagInfo> = HashMap::new();
         let mut outage = None;
         let mut answered = false;
-        for member in self.members.to_try() {
-            let Some(store) = self.members.store_now(member) else {
-                continue;
-            };
-            match self
-                .members
-                .answered(member, store.segments.list_tags().await)
-            {
+        let asking = |_: &Member, store: Store| async move { store.segments.list_tags().await };
+        let failed = self
+            .members
+            .ask_each(asking, |_, result| match result {
                 Ok(tags) => {
                     answered = true;
                     for info in tags {
@@ -348,15 +344,20 @@ impl SegmentStore for SetSegments {
                             .and_modify(|seen| seen.max_id = seen.max_id.max(info.max_id))
                             .or_insert(info);
                     }
+                    ControlFlow::Continue(())
                 }
-                Err(error @ Error::StoreUnavailable { .. }) => outage = Some(error),
-                Err(error) => return Err(error),
-            }
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            })
+            .await;
+        if let Some(error) = failed {
+            return Err(error);
         }
         if !answered {
-            return Err(outage.unwrap_or_else(|| {
-                Error::store_unavailable("listing tags: no store of the set answers")
-            }));
+            return Err(outage.unwrap_or_else(|| none_answers("listing tags")));
         }
         let mut tags: Vec<TagInfo> = merged.into_values().collect();
         tags.sort_by(|a, b| a.tag.as_str().cmp(b.tag.as_str()));

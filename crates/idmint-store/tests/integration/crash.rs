@@ -210,10 +210,7 @@ async fn nothing_is_reissued_after_a_kill(url: String) {
     // ...and a generator on it starts strictly above that HWM, though its clock is 10 min behind.
     let layout = Layout::parse("twitter").unwrap();
     let clock = ManualClock::shared(CRASH_HWM_MS - 600_000);
-    let config = SnowflakeConfig {
-        max_lead: Duration::from_secs(3_600),
-        ..SnowflakeConfig::default()
-    };
+    let config = SnowflakeConfig::default().with_max_lead(Duration::from_secs(3_600));
     let fence = Fence::from_hwm_ms(&layout, lease.hwm_ms, u64::MAX);
     let generator = SnowflakeGenerator::builder(layout.clone())
         .worker(lease.worker_id)

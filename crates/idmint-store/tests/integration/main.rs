@@ -19,6 +19,7 @@ mod own_redis;
 #[path = "../../../idmint/tests/support/root.rs"]
 mod root;
 mod server_guards;
+mod set_conformance;
 mod sqlite_damage;
 mod sqlite_faults;
 mod sqlite_specific;

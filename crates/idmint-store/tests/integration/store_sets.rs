@@ -289,7 +289,7 @@ mod suite {
         assert_eq!(segments.tag_info(&t).await.unwrap().unwrap().max_id, 50);
         assert!(matches!(
             segments.compare_and_set_max_id(&tag("nope"), 1, 2).await,
-            Err(Error::UnknownTag(_))
+            Err(Error::UnknownTag { .. })
         ));
         // A single store with a floor above its max_id jumps to the floor.
         let range = segments

@@ -2,15 +2,14 @@
 //! another epoch, layout or datacenter is refused and issues nothing; `idmint id-space change`
 //! refuses a space that overlaps what was issued (or while a node runs) and accepts one above
 //! it; IDs from before and after a change decode with their own space. On every backend.
-
 use crate::common;
-use idmint_test_support::lease_timing::LeaseTiming;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{idmint_command, ids_of, sqlite_url, Server};
+use idmint_test_support::lease_timing::LeaseTiming;
 
 /// The default layout with its default epoch spelled out, so the tests can move it.
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";

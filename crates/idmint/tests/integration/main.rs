@@ -3,6 +3,7 @@
 //! One test binary for the crate (one link, one process), a module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod architecture;
 mod browser;
 mod cli;
 mod client;

@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use idmint_client::{BlockingClient, ClientConfig};
+use idmint_client::{BlockingClient, ClientConfig, ConfigField};
+use idmint_core::ErrorCode;
 
 use crate::clients::{libraries, repo};
 use crate::common::{free_port, FixedNode, Server};
@@ -338,6 +339,7 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
         matches!(error, idmint_client::Error::Refused { .. }),
         "{error}"
     );
+    assert_eq!(error.code(), Some(ErrorCode::InvalidTag), "{error}");
     let wrong = BlockingClient::new(config().with_token("wrong")).unwrap();
     let error = wrong.next("t").unwrap_err();
     assert!(
@@ -371,7 +373,35 @@ fn a_client_gives_unused_ids_back_on_close_and_names_what_went_wrong() {
     let error = BlockingClient::new(ClientConfig::new(["http://x"]))
         .err()
         .unwrap();
-    assert!(error.to_string().contains("nodes"), "{error}");
+    assert!(
+        matches!(&error, idmint_client::Error::Config { source } if source.field == ConfigField::Nodes),
+        "{error}"
+    );
+}
+
+/// The Python client knows exactly the codes the nodes answer with: its `ERROR_CODES` is
+/// idmint-core's `ErrorCode::ALL`, in the same order (read from the installed package).
+#[test]
+fn the_python_client_knows_every_error_code() {
+    let output = Command::new(&libraries().python)
+        .args([
+            "-c",
+            "import idmint_client; print('\\n'.join(idmint_client.ERROR_CODES))",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let python: Vec<&str> = stdout.lines().collect();
+    let rust: Vec<&str> = ErrorCode::ALL.iter().map(|code| code.as_str()).collect();
+    assert_eq!(
+        python, rust,
+        "clients/python's ERROR_CODES against ErrorCode::ALL"
+    );
 }
 
 /// The Python package's own tests (`clients/python/tests`, plain unittest) against this

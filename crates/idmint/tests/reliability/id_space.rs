@@ -5,17 +5,16 @@
 //! both phases goes into one ledger: no duplicate anywhere, and every snowflake of the second
 //! phase above every one of the first.
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use crate::ledger::Ledger;
 use crate::load::{Clients, Load, MIXED};
-use crate::node::Node;
-use crate::node::NodeSpec;
+use crate::node::{kill_at_random, Node, NodeSpec};
 
 /// Eight worker IDs for two nodes that keep dying.
 const LAYOUT: &str = "time:41@1ms,worker:3,seq:12";
@@ -132,7 +131,7 @@ fn phase(
     ledger: &Arc<Ledger>,
     runtime: &tokio::runtime::Runtime,
     length: Duration,
-) -> u32 {
+) -> usize {
     for node in nodes.iter_mut() {
         node.start();
     }
@@ -149,19 +148,7 @@ fn phase(
         clients.spawn(runtime, index, node, &MIXED);
     }
     let started = Instant::now();
-    let mut seed: u64 = 0x2545_F491_4F6C_DD1D ^ u64::from(std::process::id());
-    let mut kills = 0;
-    while started.elapsed() < length {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(Duration::from_millis(1_000 + seed % 1_000));
-        let victim = (seed % nodes.len() as u64) as usize;
-        nodes[victim].kill9();
-        kills += 1;
-        std::thread::sleep(Duration::from_millis(200));
-        nodes[victim].start();
-    }
+    let kills = kill_at_random(nodes, 0x2545_F491_4F6C_DD1D, || started.elapsed() < length);
     std::thread::sleep(Duration::from_secs(1));
     clients.stop(runtime);
     kills

@@ -5,11 +5,11 @@
 //! say so on `/readyz`, and continue on another worker ID, while nothing either node handed
 //! out repeats: B starts above the HWM A had confirmed, and A never passed it.
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use crate::ledger::Ledger;
 use crate::load::{Clients, Load, Protocol};

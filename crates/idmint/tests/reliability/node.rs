@@ -252,3 +252,24 @@ pub fn free_port() -> u16 {
     }
     panic!("no free loopback port in 20000..32000");
 }
+
+/// The chaos of the node scenarios: while `go_on()`, every 1 to 2 s a pseudo-random node of
+/// `nodes` is killed with SIGKILL and started again 200 ms later. The choice is a xorshift of
+/// `seed` and the process ID, so runs differ but a run can be replayed from its log. Returns
+/// the number of kills.
+pub fn kill_at_random(nodes: &mut [Node], seed: u64, go_on: impl Fn() -> bool) -> usize {
+    let mut seed = seed ^ u64::from(std::process::id());
+    let mut kills = 0;
+    while go_on() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        std::thread::sleep(Duration::from_millis(1_000 + seed % 1_000));
+        let victim = (seed % nodes.len() as u64) as usize;
+        nodes[victim].kill9();
+        kills += 1;
+        std::thread::sleep(Duration::from_millis(200));
+        nodes[victim].start();
+    }
+    kills
+}

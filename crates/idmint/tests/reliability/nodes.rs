@@ -1,15 +1,15 @@
 //! Scenario 1: three nodes on one store, clients on every node over HTTP and the Redis
 //! protocol, and every couple of seconds one node killed with SIGKILL and started again.
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use crate::ledger::Ledger;
 use crate::load::{Clients, Load, MIXED};
-use crate::node::{Node, NodeSpec};
+use crate::node::{kill_at_random, Node, NodeSpec};
 
 /// Eight worker IDs for three nodes that keep dying: expired worker IDs are taken over
 /// often, so the fenced HWM is what keeps the IDs apart.
@@ -45,19 +45,9 @@ pub fn killed_and_restarted(label: &str, store: &str) {
     // The chaos: a pseudo-random node killed every 1 to 2 s, back 200 ms later.
     let length = crate::phase(Duration::from_secs(12));
     let started = Instant::now();
-    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15 ^ u64::from(std::process::id());
-    let mut kills = 0;
-    while started.elapsed() < length {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        std::thread::sleep(Duration::from_millis(1_000 + seed % 1_000));
-        let victim = (seed % 3) as usize;
-        nodes[victim].kill9();
-        kills += 1;
-        std::thread::sleep(Duration::from_millis(200));
-        nodes[victim].start();
-    }
+    let kills = kill_at_random(&mut nodes, 0x9E37_79B9_7F4A_7C15, || {
+        started.elapsed() < length
+    });
     // Let every node serve a while after the last restart, then stop the clients.
     std::thread::sleep(Duration::from_secs(2));
     clients.stop(&runtime);

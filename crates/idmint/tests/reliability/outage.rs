@@ -9,11 +9,11 @@
 //!   clear 503 and `-ERR`/`-TRYAGAIN` replies within the bounded waits, never a wrong or
 //!   repeated ID; service resumes by itself within 5 s of the store's return.
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
+use idmint_test_support::lease_timing::LeaseTiming;
 
 use crate::ledger::Ledger;
 use crate::load::{Clients, Load, MIXED};

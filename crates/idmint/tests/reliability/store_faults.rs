@@ -44,7 +44,6 @@
 //! need a node run as another user, from a copy of the binary that user can reach). The case
 //! checks that the node did meet the read-only file (its log names it).
 
-use idmint_test_support::lease_timing::LeaseTiming;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -53,6 +52,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use idmint_core::Layout;
+use idmint_test_support::lease_timing::LeaseTiming;
 use sqlx::{AssertSqlSafe, Connection};
 use tokio::runtime::Runtime;
 

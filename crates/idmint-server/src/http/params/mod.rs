@@ -6,6 +6,7 @@
 //! holds the extractors: of the query (over that parsing, with this node's bounds), the path,
 //! the caller's grant and the body.
 
+use idmint_core::ErrorCode;
 use std::sync::Arc;
 
 use axum::body::Bytes;
@@ -43,13 +44,11 @@ impl<T: FromQuery> FromRequestParts<AppState> for Params<T> {
 async fn path_param<S: Send + Sync>(
     parts: &mut Parts,
     state: &S,
-    code: &'static str,
+    code: ErrorCode,
 ) -> Result<String, ApiError> {
     let params = RawPathParams::from_request_parts(parts, state)
         .await
-        .map_err(|_| {
-            ApiError::bad_request(code, "the path parameter is not UTF-8 once percent-decoded")
-        })?;
+        .map_err(|_| ApiError::new(code, "the path parameter is not UTF-8 once percent-decoded"))?;
     Ok(params
         .iter()
         .next()
@@ -89,7 +88,7 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
     /// The tag, checked against the token's tag patterns when the request carries a grant
     /// (`access::require` put it there).
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        let raw = path_param(parts, state, "invalid_tag").await?;
+        let raw = path_param(parts, state, ErrorCode::InvalidTag).await?;
         let tag = Tag::new(&raw).map_err(ApiError::from)?;
         if let Some(grant) = parts.extensions.get::<Arc<Grant>>() {
             if !grant.allows_tag(tag.as_str().as_bytes()) {
@@ -104,8 +103,8 @@ impl<S: Send + Sync> FromRequestParts<S> for TagPath {
 /// the route takes.
 pub(crate) fn parse_id(raw: &str, max: u64) -> Result<u64, ApiError> {
     parse_decimal(raw).ok_or_else(|| {
-        ApiError::bad_request(
-            "invalid_id",
+        ApiError::new(
+            ErrorCode::InvalidId,
             format!(
                 "an ID is a decimal integer in 0..={max}, got `{}`",
                 echo(raw)
@@ -122,7 +121,9 @@ impl<S: Send + Sync> FromRequestParts<S> for IdText {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
-        Ok(IdText(path_param(parts, state, "invalid_id").await?))
+        Ok(IdText(
+            path_param(parts, state, ErrorCode::InvalidId).await?,
+        ))
     }
 }
 
@@ -140,12 +141,11 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
             .map_err(|rejection| {
                 if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError::new(
-                        StatusCode::PAYLOAD_TOO_LARGE,
-                        "payload_too_large",
+                        ErrorCode::PayloadTooLarge,
                         format!("the request body is larger than {BODY_LIMIT} bytes"),
                     )
                 } else {
-                    ApiError::bad_request("invalid_body", rejection.body_text())
+                    ApiError::new(ErrorCode::InvalidBody, rejection.body_text())
                 }
             })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -154,8 +154,8 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for JsonBody<
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|error| {
-                ApiError::bad_request(
-                    "invalid_json",
+                ApiError::new(
+                    ErrorCode::InvalidJson,
                     format!("the body is not valid here: {error}"),
                 )
             })

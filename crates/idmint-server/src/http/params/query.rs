@@ -7,6 +7,7 @@
 //! The query parser borrows from the request and allocates only when a value is
 //! percent-encoded; unknown parameters are ignored, a known one given twice is refused.
 
+use idmint_core::ErrorCode;
 use std::borrow::Cow;
 
 use idmint_core::{IdForm, Tag};
@@ -59,8 +60,20 @@ impl FromQuery for SnowflakeQuery {
         let mut form = FormParts::default();
         let (count, shard) = (1..=bounds.max_count, 0..=bounds.max_shard);
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
-            "shard" => set_number(&mut out.shard, "shard", "invalid_shard", &shard, value),
+            "count" => set_number(
+                &mut out.count,
+                "count",
+                ErrorCode::InvalidCount,
+                &count,
+                value,
+            ),
+            "shard" => set_number(
+                &mut out.shard,
+                "shard",
+                ErrorCode::InvalidShard,
+                &shard,
+                value,
+            ),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -81,7 +94,13 @@ impl FromQuery for CountQuery {
         let mut form = FormParts::default();
         let count = 1..=bounds.max_count;
         for_each_pair(query, |key, value| match key {
-            "count" => set_number(&mut out.count, "count", "invalid_count", &count, value),
+            "count" => set_number(
+                &mut out.count,
+                "count",
+                ErrorCode::InvalidCount,
+                &count,
+                value,
+            ),
             _ => form.take(key, value),
         })?;
         out.form = form.build()?;
@@ -130,8 +149,8 @@ impl FormParts {
     fn take(&mut self, key: &str, value: &str) -> Result<(), ApiError> {
         let text = |slot: &mut Option<String>, name: &'static str| {
             if slot.is_some() {
-                return Err(ApiError::bad_request(
-                    "invalid_format",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidFormat,
                     format!("`{name}` is given more than once"),
                 ));
             }
@@ -144,7 +163,7 @@ impl FormParts {
             "width" => set_number(
                 &mut self.width,
                 "width",
-                "invalid_format",
+                ErrorCode::InvalidFormat,
                 &(0..=idmint_core::form::MAX_WIDTH as u64),
                 value,
             ),
@@ -157,8 +176,8 @@ impl FormParts {
     fn build(self) -> Result<Option<Box<IdForm>>, ApiError> {
         let Some(format) = self.format else {
             if self.prefix.is_some() || self.width.is_some() {
-                return Err(ApiError::bad_request(
-                    "invalid_format",
+                return Err(ApiError::new(
+                    ErrorCode::InvalidFormat,
                     "`prefix` and `width` need a `format` (base62, base36, base32 or decimal)",
                 ));
             }
@@ -167,7 +186,7 @@ impl FormParts {
         let width = self.width.map(|w| usize::try_from(w).unwrap_or(usize::MAX));
         IdForm::from_parts(&format, self.prefix.as_deref(), width)
             .map(|form| Some(Box::new(form)))
-            .map_err(|e| ApiError::bad_request("invalid_format", e.to_string()))
+            .map_err(|e| ApiError::new(ErrorCode::InvalidFormat, e.to_string()))
     }
 }
 
@@ -182,7 +201,7 @@ impl FromQuery for SizeQuery {
         let mut out = Self::default();
         let size = 1..=bounds.max_lease_size;
         for_each_pair(query, |key, value| match key {
-            "size" => set_number(&mut out.size, "size", "invalid_size", &size, value),
+            "size" => set_number(&mut out.size, "size", ErrorCode::InvalidSize, &size, value),
             _ => Ok(()),
         })?;
         Ok(out)
@@ -202,7 +221,7 @@ impl FromQuery for LeafDecodeQuery {
             "snowflakeId" => set_number(
                 &mut out.snowflake_id,
                 "snowflakeId",
-                "invalid_id",
+                ErrorCode::InvalidId,
                 &(0..=bounds.max_id),
                 value,
             ),
@@ -230,18 +249,18 @@ fn for_each_pair(
 fn set_number(
     slot: &mut Option<u64>,
     name: &'static str,
-    code: &'static str,
+    code: ErrorCode,
     range: &std::ops::RangeInclusive<u64>,
     value: &str,
 ) -> Result<(), ApiError> {
     if slot.is_some() {
-        return Err(ApiError::bad_request(
+        return Err(ApiError::new(
             code,
             format!("`{name}` is given more than once"),
         ));
     }
     *slot = Some(parse_decimal(value).ok_or_else(|| {
-        ApiError::bad_request(
+        ApiError::new(
             code,
             format!(
                 "`{name}` must be a decimal integer in {}..={}, got `{}`",
@@ -272,8 +291,8 @@ fn percent_decode(raw: &str) -> Result<Cow<'_, str>, ApiError> {
         Cow::Borrowed(raw)
     };
     let not_utf8 = |_| {
-        ApiError::bad_request(
-            "invalid_query",
+        ApiError::new(
+            ErrorCode::InvalidQuery,
             "the query string is not UTF-8 once percent-decoded",
         )
     };
@@ -315,7 +334,7 @@ mod tests {
     fn queries_are_decoded_and_duplicates_refused() {
         assert_eq!(
             SnowflakeQuery::from_query("count=%31%30&shard=3&x=y&&flag", &Bounds::default())
-                .map_err(|e| e.code()),
+                .map_err(|e| e.code().as_str()),
             Ok(SnowflakeQuery {
                 count: Some(10),
                 shard: Some(3),
@@ -323,13 +342,13 @@ mod tests {
             })
         );
         assert_eq!(
-            SnowflakeQuery::from_query("", &Bounds::default()).map_err(|e| e.code()),
+            SnowflakeQuery::from_query("", &Bounds::default()).map_err(|e| e.code().as_str()),
             Ok(SnowflakeQuery::default())
         );
         let code = |q: &str| {
             SnowflakeQuery::from_query(q, &Bounds::default())
                 .err()
-                .map(|e| e.code())
+                .map(|e| e.code().as_str())
         };
         assert_eq!(code("count=1&count=2"), Some("invalid_count"));
         assert_eq!(code("count="), Some("invalid_count"));
@@ -353,7 +372,8 @@ mod tests {
     #[test]
     fn leaf_decode_reads_its_camel_case_parameter() {
         assert_eq!(
-            LeafDecodeQuery::from_query("snowflakeId=42", &Bounds::default()).map_err(|e| e.code()),
+            LeafDecodeQuery::from_query("snowflakeId=42", &Bounds::default())
+                .map_err(|e| e.code().as_str()),
             Ok(LeafDecodeQuery {
                 snowflake_id: Some(42)
             })
@@ -361,11 +381,11 @@ mod tests {
         assert_eq!(
             SizeQuery::from_query("size=x", &Bounds::default())
                 .err()
-                .map(|e| e.code()),
+                .map(|e| e.code().as_str()),
             Some("invalid_size")
         );
         assert_eq!(
-            CountQuery::from_query("count=7", &Bounds::default()).map_err(|e| e.code()),
+            CountQuery::from_query("count=7", &Bounds::default()).map_err(|e| e.code().as_str()),
             Ok(CountQuery {
                 count: Some(7),
                 form: None,

@@ -221,7 +221,7 @@ impl Settings {
                 return Err(Error::WorkerWaitRanOut {
                     cause: Box::new(refusal),
                     waited: Duration::from_millis(duration_ms(waited)),
-                    first_to_expire: first,
+                    first_to_expire: first.as_ref().map(Into::into),
                 });
             }
             let pause = match &first {

@@ -3,8 +3,8 @@
 use bytes::{Bytes, BytesMut};
 use idmint_resp::encode;
 
-use super::{help, unknown_subcommand, wrong_arity};
-use crate::resp::connection::Session;
+use super::args::{help, unknown_subcommand, Refusal};
+use crate::resp::session::Session;
 
 pub(super) const BAD_CLIENT_NAME: &str =
     "ERR Client names cannot contain spaces, newlines or special characters.";
@@ -14,109 +14,165 @@ pub(super) fn valid_client_name(name: &[u8]) -> bool {
     name.iter().all(|&b| (b'!'..=b'~').contains(&b))
 }
 
-impl Session {
-    /// One line of `CLIENT INFO` / `CLIENT LIST`.
-    fn client_line(&self, command: &str) -> String {
-        let show = |value: &Option<Bytes>| {
-            value
-                .as_deref()
-                .map(|v| String::from_utf8_lossy(v).into_owned())
-                .unwrap_or_default()
-        };
-        let local = self.local.map(|a| a.to_string()).unwrap_or_default();
-        let (flags, multi) = match &self.transaction {
-            Some(transaction) => ("x", i64::try_from(transaction.len()).unwrap_or(i64::MAX)),
-            None => ("N", -1),
-        };
-        format!(
-            "id={} addr={} laddr={local} fd=-1 name={} age={} idle=0 flags={flags} db=0 sub=0 \
-             psub=0 ssub=0 multi={multi} cmd={command} user=default redir=-1 resp={} \
-             lib-name={} lib-ver={}\n",
-            self.id,
-            self.peer,
-            show(&self.name),
-            self.opened.elapsed().as_secs(),
-            self.protocol.version(),
-            show(&self.lib_name),
-            show(&self.lib_ver),
-        )
-    }
+/// One line of `CLIENT INFO` / `CLIENT LIST`.
+fn client_line(session: &Session, command: &str) -> String {
+    let show = |value: &Option<Bytes>| {
+        value
+            .as_deref()
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default()
+    };
+    let local = session.local.map(|a| a.to_string()).unwrap_or_default();
+    let (flags, multi) = match &session.transaction {
+        Some(transaction) => ("x", i64::try_from(transaction.len()).unwrap_or(i64::MAX)),
+        None => ("N", -1),
+    };
+    format!(
+        "id={} addr={} laddr={local} fd=-1 name={} age={} idle=0 flags={flags} db=0 sub=0 \
+         psub=0 ssub=0 multi={multi} cmd={command} user=default redir=-1 resp={} \
+         lib-name={} lib-ver={}\n",
+        session.id,
+        session.peer,
+        show(&session.name),
+        session.opened.elapsed().as_secs(),
+        session.protocol.version(),
+        show(&session.lib_name),
+        show(&session.lib_ver),
+    )
+}
 
-    /// `CLIENT SETNAME | GETNAME | SETINFO | ID | INFO | LIST | NO-EVICT | NO-TOUCH |
-    /// TRACKING | GETREDIR | HELP`. What a server without a feature answers for the rest
-    /// (`MAINT_NOTIFICATIONS`, `KILL`, `PAUSE`, ...): an unknown subcommand, which clients that
-    /// probe for it at connect take as "not supported".
-    pub(super) fn client(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        let Some(sub) = args.get(1) else {
-            return wrong_arity(out, "client");
+/// `CLIENT SETNAME | GETNAME | SETINFO | ID | INFO | LIST | NO-EVICT | NO-TOUCH | TRACKING |
+/// GETREDIR | HELP`. What a server without a feature answers for the rest
+/// (`MAINT_NOTIFICATIONS`, `KILL`, `PAUSE`, ...): an unknown subcommand, which clients that
+/// probe for it at connect take as "not supported".
+#[derive(Debug)]
+pub(super) enum Client<'a> {
+    /// A valid name; empty: no name.
+    SetName(&'a [u8]),
+    GetName,
+    /// `LIB-NAME` (or, with `version`, `LIB-VER`) and a valid value.
+    SetInfo {
+        version: bool,
+        value: &'a [u8],
+    },
+    Id,
+    Info,
+    /// Only this connection: idmint keeps no registry of its clients.
+    List,
+    /// `NO-EVICT`, `NO-TOUCH` and `TRACKING OFF`: accepted, nothing to do.
+    Accepted,
+    GetRedir,
+    Help,
+}
+
+impl<'a> Client<'a> {
+    pub(super) fn parse(params: &'a [Bytes]) -> Result<Self, Refusal<'a>> {
+        let Some((sub, rest)) = params.split_first() else {
+            return Err(Refusal::Arity("client"));
         };
-        let upper = sub.to_ascii_uppercase();
-        match (upper.as_slice(), args.get(2..).unwrap_or_default()) {
-            (b"SETNAME", [name]) => {
-                if !valid_client_name(name) {
-                    return encode::error(
-                        out,
-                        "ERR Client names cannot contain spaces, newlines or special characters.",
-                    );
-                }
-                self.name = (!name.is_empty()).then(|| Bytes::copy_from_slice(name));
-                encode::ok(out);
+        let is = |word: &str| sub.eq_ignore_ascii_case(word.as_bytes());
+        let word = |arg: &[u8], word: &str| arg.eq_ignore_ascii_case(word.as_bytes());
+        if is("SETNAME") {
+            let [name] = rest else {
+                return Err(Refusal::Arity("client|setname"));
+            };
+            if !valid_client_name(name) {
+                return Err(Refusal::Fixed(BAD_CLIENT_NAME));
             }
-            (b"SETNAME", _) => wrong_arity(out, "client|setname"),
-            (b"GETNAME", []) => match &self.name {
-                Some(name) => encode::bulk(out, name),
-                None => encode::null(out, self.protocol),
-            },
-            (b"GETNAME", _) => wrong_arity(out, "client|getname"),
-            (b"SETINFO", [attribute, value]) => {
-                if !valid_client_name(value) {
-                    return encode::error_fmt(
-                        out,
-                        format_args!(
-                            "ERR {} cannot contain spaces, newlines or special characters.",
-                            attribute.escape_ascii()
-                        ),
-                    );
-                }
-                let value = (!value.is_empty()).then(|| Bytes::copy_from_slice(value));
-                if attribute.eq_ignore_ascii_case(b"LIB-NAME") {
-                    self.lib_name = value;
-                } else if attribute.eq_ignore_ascii_case(b"LIB-VER") {
-                    self.lib_ver = value;
-                } else {
-                    return encode::error_fmt(
-                        out,
-                        format_args!("ERR Unrecognized option '{}'", attribute.escape_ascii()),
-                    );
-                }
-                encode::ok(out);
+            Ok(Self::SetName(name))
+        } else if is("GETNAME") {
+            match rest {
+                [] => Ok(Self::GetName),
+                _ => Err(Refusal::Arity("client|getname")),
             }
-            (b"SETINFO", _) => wrong_arity(out, "client|setinfo"),
-            (b"ID", []) => encode::integer(out, i64::try_from(self.id).unwrap_or(i64::MAX)),
-            (b"INFO", []) => {
-                let line = self.client_line("client|info");
-                encode::verbatim(out, self.protocol, line.as_bytes());
+        } else if is("SETINFO") {
+            let [attribute, value] = rest else {
+                return Err(Refusal::Arity("client|setinfo"));
+            };
+            if !valid_client_name(value) {
+                return Err(Refusal::Quoting {
+                    before: "ERR ",
+                    word: attribute,
+                    after: " cannot contain spaces, newlines or special characters.",
+                });
             }
-            // Only this connection: idmint keeps no registry of its clients.
-            (b"LIST", _) => {
-                let line = self.client_line("client|list");
-                encode::verbatim(out, self.protocol, line.as_bytes());
+            if word(attribute, "LIB-NAME") {
+                Ok(Self::SetInfo {
+                    version: false,
+                    value,
+                })
+            } else if word(attribute, "LIB-VER") {
+                Ok(Self::SetInfo {
+                    version: true,
+                    value,
+                })
+            } else {
+                Err(Refusal::Quoting {
+                    before: "ERR Unrecognized option '",
+                    word: attribute,
+                    after: "'",
+                })
             }
-            (b"NO-EVICT" | b"NO-TOUCH", [flag])
-                if flag.eq_ignore_ascii_case(b"ON") || flag.eq_ignore_ascii_case(b"OFF") =>
-            {
-                encode::ok(out)
-            }
+        } else if is("ID") && rest.is_empty() {
+            Ok(Self::Id)
+        } else if is("INFO") && rest.is_empty() {
+            Ok(Self::Info)
+        } else if is("LIST") {
+            Ok(Self::List)
+        } else if (is("NO-EVICT") || is("NO-TOUCH"))
+            && matches!(rest, [flag] if word(flag, "ON") || word(flag, "OFF"))
+        {
+            Ok(Self::Accepted)
+        } else if is("TRACKING") {
             // Client-side caching: there is nothing to cache, so switching it off is a no-op
             // and switching it on is refused.
-            (b"TRACKING", [switch, ..]) if switch.eq_ignore_ascii_case(b"OFF") => encode::ok(out),
-            (b"TRACKING", [switch, ..]) if switch.eq_ignore_ascii_case(b"ON") => encode::error(
-                out,
-                "ERR idmint does not support client-side caching: IDs are never cached",
-            ),
-            (b"TRACKING", _) => wrong_arity(out, "client|tracking"),
-            (b"GETREDIR", []) => encode::integer(out, -1),
-            (b"HELP", []) => help(
+            match rest {
+                [switch, ..] if word(switch, "OFF") => Ok(Self::Accepted),
+                [switch, ..] if word(switch, "ON") => Err(Refusal::Fixed(
+                    "ERR idmint does not support client-side caching: IDs are never cached",
+                )),
+                _ => Err(Refusal::Arity("client|tracking")),
+            }
+        } else if is("GETREDIR") && rest.is_empty() {
+            Ok(Self::GetRedir)
+        } else if is("HELP") && rest.is_empty() {
+            Ok(Self::Help)
+        } else {
+            Err(unknown_subcommand(sub, "'. Try CLIENT HELP."))
+        }
+    }
+
+    pub(super) fn apply(self, session: &mut Session, out: &mut BytesMut) {
+        match self {
+            Self::SetName(name) => {
+                session.name = (!name.is_empty()).then(|| Bytes::copy_from_slice(name));
+                encode::ok(out);
+            }
+            Self::GetName => match &session.name {
+                Some(name) => encode::bulk(out, name),
+                None => encode::null(out, session.protocol),
+            },
+            Self::SetInfo { version, value } => {
+                let value = (!value.is_empty()).then(|| Bytes::copy_from_slice(value));
+                if version {
+                    session.lib_ver = value;
+                } else {
+                    session.lib_name = value;
+                }
+                encode::ok(out);
+            }
+            Self::Id => encode::integer(out, i64::try_from(session.id).unwrap_or(i64::MAX)),
+            Self::Info => {
+                let line = client_line(session, "client|info");
+                encode::verbatim(out, session.protocol, line.as_bytes());
+            }
+            Self::List => {
+                let line = client_line(session, "client|list");
+                encode::verbatim(out, session.protocol, line.as_bytes());
+            }
+            Self::Accepted => encode::ok(out),
+            Self::GetRedir => encode::integer(out, -1),
+            Self::Help => help(
                 out,
                 &[
                     "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -143,7 +199,6 @@ impl Session {
                     "    Print this help.",
                 ],
             ),
-            _ => unknown_subcommand(out, sub, "CLIENT"),
         }
     }
 }

@@ -4,8 +4,9 @@
 use bytes::{Bytes, BytesMut};
 use idmint_resp::{encode, Reply};
 
-use super::{help, lookup, unknown_subcommand, Kind, Spec, COMMANDS};
-use crate::resp::connection::Session;
+use super::args::{help, unknown_subcommand, Refusal};
+use super::table::{lookup, Kind, Spec, COMMANDS};
+use crate::resp::session::Session;
 
 /// A command as `COMMAND` and `COMMAND INFO` describe it (Redis 7's ten fields; flags and
 /// categories are sets in RESP3).
@@ -239,19 +240,49 @@ fn docs_entry(spec: &Spec) -> [Reply; 2] {
     [Reply::bulk(spec.name), Reply::map(pairs)]
 }
 
-impl Session {
-    /// `COMMAND [COUNT | DOCS | INFO | LIST | HELP]`.
-    pub(super) fn command(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        let protocol = self.protocol;
-        let Some(sub) = args.get(1) else {
-            return Reply::Array(COMMANDS.iter().map(command_entry).collect())
-                .encode_as(out, protocol);
+/// `COMMAND [COUNT | DOCS | INFO | LIST | HELP]`.
+#[derive(Debug)]
+pub(super) enum CommandInfo<'a> {
+    /// No subcommand: every command's entry.
+    All,
+    Count,
+    /// The documentation of the named commands, or of every command.
+    Docs(&'a [Bytes]),
+    /// The entries of the named commands, or of every command.
+    Info(&'a [Bytes]),
+    List,
+    Help,
+}
+
+impl<'a> CommandInfo<'a> {
+    pub(super) fn parse(params: &'a [Bytes]) -> Result<Self, Refusal<'a>> {
+        let Some((sub, names)) = params.split_first() else {
+            return Ok(Self::All);
         };
-        let names = args.get(2..).unwrap_or_default();
-        let upper = sub.to_ascii_uppercase();
-        match upper.as_slice() {
-            b"COUNT" => encode::integer(out, i64::try_from(COMMANDS.len()).unwrap_or(0)),
-            b"DOCS" => {
+        let is = |word: &str| sub.eq_ignore_ascii_case(word.as_bytes());
+        Ok(if is("COUNT") {
+            Self::Count
+        } else if is("DOCS") {
+            Self::Docs(names)
+        } else if is("INFO") {
+            Self::Info(names)
+        } else if is("LIST") {
+            Self::List
+        } else if is("HELP") {
+            Self::Help
+        } else {
+            return Err(unknown_subcommand(sub, "'. Try COMMAND HELP."));
+        })
+    }
+
+    pub(super) fn apply(self, session: &Session, out: &mut BytesMut) {
+        let protocol = session.protocol;
+        match self {
+            Self::All => {
+                Reply::Array(COMMANDS.iter().map(command_entry).collect()).encode_as(out, protocol)
+            }
+            Self::Count => encode::integer(out, i64::try_from(COMMANDS.len()).unwrap_or(0)),
+            Self::Docs(names) => {
                 // Every command, or the named ones idmint knows (unknown names are left out,
                 // as Redis does).
                 let specs: Vec<&Spec> = if names.is_empty() {
@@ -262,23 +293,23 @@ impl Session {
                 Reply::Map(specs.into_iter().flat_map(docs_entry).collect())
                     .encode_as(out, protocol);
             }
-            b"INFO" if names.is_empty() => {
+            Self::Info([]) => {
                 Reply::Array(COMMANDS.iter().map(command_entry).collect()).encode_as(out, protocol)
             }
-            b"INFO" => Reply::Array(
+            Self::Info(names) => Reply::Array(
                 names
                     .iter()
                     .map(|name| lookup(name).map_or(Reply::NullArray, command_entry))
                     .collect(),
             )
             .encode_as(out, protocol),
-            b"LIST" => {
+            Self::List => {
                 encode::array_header(out, COMMANDS.len());
                 for spec in COMMANDS {
                     encode::bulk(out, spec.name.as_bytes());
                 }
             }
-            b"HELP" => help(
+            Self::Help => help(
                 out,
                 &[
                     "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -296,7 +327,6 @@ impl Session {
                     "    Print this help.",
                 ],
             ),
-            _ => unknown_subcommand(out, sub, "COMMAND"),
         }
     }
 }

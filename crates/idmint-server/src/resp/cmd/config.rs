@@ -3,9 +3,9 @@
 use bytes::{Bytes, BytesMut};
 use idmint_resp::encode;
 
-use super::{help, unknown_subcommand, wrong_arity};
+use super::args::{help, unknown_subcommand, Refusal};
 use crate::glob::{glob_match, Case};
-use crate::resp::connection::Session;
+use crate::resp::session::Session;
 
 const NO_CONFIG_SET: &str = "ERR CONFIG SET is not supported: idmint is configured by its \
                              config file, IDMINT_* variables and flags";
@@ -33,37 +33,59 @@ fn config_params(session: &Session) -> [(&'static str, String); 7] {
     ]
 }
 
-impl Session {
-    /// `CONFIG GET pattern [pattern ...]`; idmint is configured by its file, environment and
-    /// flags, so `CONFIG SET` is refused.
-    pub(super) fn config(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        let Some(sub) = args.get(1) else {
-            return wrong_arity(out, "config");
+/// `CONFIG GET pattern [pattern ...]`; idmint is configured by its file, environment and
+/// flags, so `CONFIG SET` is refused.
+#[derive(Debug)]
+pub(super) enum Config<'a> {
+    /// `GET` and its patterns.
+    Get(&'a [Bytes]),
+    Set,
+    ResetStat,
+    Help,
+}
+
+impl<'a> Config<'a> {
+    pub(super) fn parse(params: &'a [Bytes]) -> Result<Self, Refusal<'a>> {
+        let Some((sub, rest)) = params.split_first() else {
+            return Err(Refusal::Arity("config"));
         };
-        let rest = args.get(2..).unwrap_or_default();
         if sub.eq_ignore_ascii_case(b"GET") {
             if rest.is_empty() {
-                return wrong_arity(out, "config|get");
+                return Err(Refusal::Arity("config|get"));
             }
-            let params = config_params(self);
-            let matching: Vec<&(&str, String)> = params
-                .iter()
-                .filter(|(name, _)| {
-                    rest.iter()
-                        .any(|p| glob_match(p, name.as_bytes(), Case::Ignore))
-                })
-                .collect();
-            encode::map_header(out, self.protocol, matching.len());
-            for (name, value) in matching {
-                encode::bulk(out, name.as_bytes());
-                encode::bulk(out, value.as_bytes());
-            }
+            Ok(Self::Get(rest))
         } else if sub.eq_ignore_ascii_case(b"SET") {
-            encode::error(out, NO_CONFIG_SET);
+            Ok(Self::Set)
         } else if sub.eq_ignore_ascii_case(b"RESETSTAT") {
-            encode::ok(out);
+            Ok(Self::ResetStat)
         } else if sub.eq_ignore_ascii_case(b"HELP") {
-            help(
+            Ok(Self::Help)
+        } else {
+            Err(unknown_subcommand(sub, "'. Try CONFIG HELP."))
+        }
+    }
+
+    pub(super) fn apply(self, session: &Session, out: &mut BytesMut) {
+        match self {
+            Self::Get(patterns) => {
+                let params = config_params(session);
+                let matching: Vec<&(&str, String)> = params
+                    .iter()
+                    .filter(|(name, _)| {
+                        patterns
+                            .iter()
+                            .any(|p| glob_match(p, name.as_bytes(), Case::Ignore))
+                    })
+                    .collect();
+                encode::map_header(out, session.protocol, matching.len());
+                for (name, value) in matching {
+                    encode::bulk(out, name.as_bytes());
+                    encode::bulk(out, value.as_bytes());
+                }
+            }
+            Self::Set => encode::error(out, NO_CONFIG_SET),
+            Self::ResetStat => encode::ok(out),
+            Self::Help => help(
                 out,
                 &[
                     "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -72,9 +94,7 @@ impl Session {
                     "HELP",
                     "    Print this help.",
                 ],
-            );
-        } else {
-            unknown_subcommand(out, sub, "CONFIG");
+            ),
         }
     }
 }

@@ -13,7 +13,8 @@ use std::sync::atomic::Ordering;
 use bytes::{Bytes, BytesMut};
 use idmint_resp::encode;
 
-use crate::resp::connection::Session;
+use super::args::Refusal;
+use crate::resp::session::Session;
 
 /// The Redis version idmint answers as in `INFO` (the command set it follows); its own
 /// version is `idmint_version`.
@@ -77,25 +78,47 @@ fn human(bytes: u64) -> String {
     }
 }
 
-impl Session {
-    /// `INFO [section ...]`: the default sections (see [`DEFAULT_SECTIONS`]) without an
-    /// argument or with `default`, `all` or `everything`; otherwise the ones named. A verbatim
-    /// string in RESP3, a bulk string in RESP2, as Redis answers.
-    pub(super) fn info(&mut self, args: &[Bytes], out: &mut BytesMut) {
-        let wanted: Vec<String> = args
-            .get(1..)
-            .unwrap_or_default()
-            .iter()
-            .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
-            .collect();
-        let all = wanted.is_empty()
-            || wanted
+/// `INFO [section ...]`: the default sections (see [`DEFAULT_SECTIONS`]) without an argument
+/// or with `default`, `all` or `everything`; otherwise the ones named (any case; names it does
+/// not know are left out). A verbatim string in RESP3, a bulk string in RESP2, as Redis
+/// answers.
+#[derive(Debug)]
+pub(super) struct Info {
+    /// Bit `i`: [`DEFAULT_SECTIONS`]`[i]` is wanted.
+    sections: u16,
+}
+
+impl Info {
+    pub(super) fn parse(params: &[Bytes]) -> Result<Self, Refusal<'_>> {
+        const ALL: u16 = (1 << DEFAULT_SECTIONS.len()) - 1;
+        let everything = |word: &Bytes| {
+            ["all", "everything", "default"]
                 .iter()
-                .any(|s| matches!(s.as_str(), "all" | "everything" | "default"));
-        let want = |section: &str| {
-            (all && DEFAULT_SECTIONS.contains(&section)) || wanted.iter().any(|s| s == section)
+                .any(|all| word.eq_ignore_ascii_case(all.as_bytes()))
         };
-        let shared = &self.shared;
+        if params.is_empty() || params.iter().any(everything) {
+            return Ok(Self { sections: ALL });
+        }
+        let mut sections = 0;
+        for (i, section) in DEFAULT_SECTIONS.iter().enumerate() {
+            if params
+                .iter()
+                .any(|word| word.eq_ignore_ascii_case(section.as_bytes()))
+            {
+                sections |= 1 << i;
+            }
+        }
+        Ok(Self { sections })
+    }
+
+    pub(super) fn apply(self, session: &Session, out: &mut BytesMut) {
+        let want = |section: &str| {
+            DEFAULT_SECTIONS
+                .iter()
+                .position(|known| *known == section)
+                .is_some_and(|i| self.sections & (1 << i) != 0)
+        };
+        let shared = &session.shared;
         let mut text = String::new();
         if want("server") {
             let uptime = shared.started.elapsed().as_secs();
@@ -181,7 +204,7 @@ impl Session {
             );
         }
         if want("stats") {
-            let commands = shared.total_commands.load(Ordering::Relaxed) + self.commands_pending;
+            let commands = shared.total_commands.load(Ordering::Relaxed) + session.commands_pending;
             section(
                 &mut text,
                 "Stats",
@@ -290,6 +313,6 @@ impl Session {
         }
         // Redis ends the reply without the last blank line.
         let body = text.strip_suffix("\r\n").unwrap_or(&text);
-        encode::verbatim(out, self.protocol, body.as_bytes());
+        encode::verbatim(out, session.protocol, body.as_bytes());
     }
 }

@@ -1,5 +1,7 @@
-//! The command table and dispatch (name, arity, authentication); each command or family runs
-//! in a file of its own.
+//! Parsing and dispatch (name, arity, authentication, `MULTI` queueing); each command or family
+//! is a file of its own, with the pure parse of its arguments into a typed value (no session,
+//! no I/O, no store) and the apply of that value on the session. The table the dispatch reads
+//! is `table`; what the parses share, `args`.
 //!
 //! | Command | Reply |
 //! |---|---|
@@ -26,187 +28,352 @@
 //! command before `AUTH` is refused first; inside `MULTI` such a refusal also dooms the
 //! transaction (`EXEC` then answers `-EXECABORT` and runs nothing), and every other command
 //! but the transaction commands, `QUIT` and `RESET` is queued (`+QUEUED`) and runs at `EXEC`.
+//! A command's arguments are parsed when it is read, but a refusal of them is answered only
+//! then, in its turn (so inside `MULTI` it is the reply of `EXEC`'s array, as in Redis).
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use idmint_resp::{encode, Command};
 
+mod args;
 mod auth;
 mod client;
 mod command;
 mod config;
 mod connection;
-mod ids;
+mod decode;
+mod format;
+mod incr;
 mod info;
+mod next;
+mod options;
 mod ranges;
 mod server;
+mod snowflake;
 mod space;
+mod table;
 mod transaction;
 
-pub(super) use self::ranges::Returnables;
-pub(super) use self::transaction::Transaction;
-
-use super::connection::{Flow, Session};
-use super::reply;
+use self::args::Refusal;
+use self::auth::{Auth, Hello};
+use self::client::Client;
+use self::command::CommandInfo;
+use self::config::Config;
+use self::connection::{Echo, Ping, Quit, Reset, Select};
+use self::decode::Decode;
+use self::format::Format;
+use self::incr::{Get, Incr, IncrBy};
+use self::info::Info;
+use self::next::Next;
+use self::ranges::{GiveBack, TakeRange};
+use self::server::{DbSize, Role, Time};
+use self::snowflake::Snowflake;
+use self::space::Space;
+use self::table::{arity_ok, lookup, Kind, Spec};
+use self::transaction::{Discard, Exec, Multi, Unwatch, Watch};
 use crate::auth::Need;
+use crate::resp::session::{Flow, Session};
 
-/// Which handler runs a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
-    Incr,
-    IncrBy,
-    Snowflake,
-    Next,
-    Range,
-    GiveBack,
-    Decode,
-    Space,
-    Format,
-    Get,
-    Ping,
-    Echo,
-    Hello,
-    Auth,
-    Client,
-    Command,
-    Config,
-    Info,
-    Select,
-    Quit,
-    Reset,
-    Multi,
-    Exec,
-    Discard,
-    Watch,
-    Unwatch,
-    Role,
-    Time,
-    DbSize,
-}
-
-impl Kind {
-    /// Whether the command runs at once inside `MULTI` rather than being queued, as in Redis.
-    fn runs_inside_multi(self) -> bool {
-        matches!(
-            self,
-            Kind::Multi | Kind::Exec | Kind::Discard | Kind::Watch | Kind::Quit | Kind::Reset
-        )
-    }
-}
-
-/// One command as `COMMAND` describes it, and how dispatch treats it.
+/// A command as read, after the pure parse: which command it is (or why none), and its
+/// arguments typed (or why they are refused). It borrows the command's bytes; parsing
+/// allocates nothing but a text form's description (`FORMAT BASE62`).
 #[derive(Debug)]
-pub(super) struct Spec {
-    pub(super) kind: Kind,
-    /// Lower case, as Redis shows command names.
-    pub(super) name: &'static str,
-    /// Redis' convention: `n` exactly `n` arguments (the name included), `-n` at least `n`.
-    pub(super) arity: i64,
-    pub(super) flags: &'static [&'static str],
-    /// Position of the key (the tag), 0 when the command has none.
-    pub(super) first_key: i64,
-    pub(super) categories: &'static [&'static str],
-    /// What the connection's grant must allow (see `crate::auth`); `None`: allowed before
-    /// `AUTH`.
-    pub(super) need: Option<Need>,
+pub(super) struct Parsed<'a>(Outcome<'a>);
+
+// Every command read is parsed into one on the hot path and moved to the dispatch: kept
+// small, so that costs a copy of a few cache words, never an allocation.
+const _: () = assert!(std::mem::size_of::<Parsed<'static>>() <= 128);
+
+/// What the parse made of a command.
+#[derive(Debug)]
+enum Outcome<'a> {
+    /// The first words of an HTTP request (`POST /...`, a `Host:` header line), which Redis
+    /// takes as a cross-protocol attack.
+    CrossProtocol,
+    /// A command idmint does not know.
+    Unknown,
+    /// A known command with a number of arguments its arity refuses.
+    WrongArity(&'static Spec),
+    /// A known command: its arguments, or why they are refused.
+    Known(&'static Spec, Result<Request<'a>, Refusal<'a>>),
 }
 
-/// `COMMAND` flags and ACL categories shared by several commands.
-const WRITE: &[&str] = &["write", "denyoom", "fast"];
-const NO_AUTH: &[&str] = &["noscript", "loading", "stale", "fast", "no_auth"];
-const CONN: &[&str] = &["@fast", "@connection"];
-const STALE_OK: &[&str] = &["noscript", "loading", "stale"];
-const SLOW_CONN: &[&str] = &["@slow", "@connection"];
-const TX_FLAGS: &[&str] = &["noscript", "loading", "stale", "fast", "allow_busy"];
-const TX: &[&str] = &["@fast", "@transaction"];
-const READ: &[&str] = &["readonly", "fast"];
+/// A command's arguments, typed: one variant per command.
+#[derive(Debug)]
+enum Request<'a> {
+    Incr(Incr<'a>),
+    IncrBy(IncrBy<'a>),
+    Snowflake(Snowflake<'a>),
+    Next(Next<'a>),
+    Range(TakeRange<'a>),
+    GiveBack(GiveBack<'a>),
+    Decode(Decode<'a>),
+    Space(Space),
+    Format(Format),
+    Get(Get<'a>),
+    Ping(Ping<'a>),
+    Echo(Echo<'a>),
+    Hello(Hello<'a>),
+    Auth(Auth<'a>),
+    Client(Client<'a>),
+    Command(CommandInfo<'a>),
+    Config(Config<'a>),
+    Info(Info),
+    Select(Select),
+    Quit(Quit),
+    Reset(Reset),
+    Multi(Multi),
+    Exec(Exec),
+    Discard(Discard),
+    Watch(Watch),
+    Unwatch(Unwatch),
+    Role(Role),
+    Time(Time),
+    DbSize(DbSize),
+}
 
-/// What a command needs, as the table writes it.
-const OPEN: Option<Need> = None;
-const ANY: Option<Need> = Some(Need::Token);
-const MINT: Option<Need> = Some(Need::Mint);
-const METRICS: Option<Need> = Some(Need::Metrics);
-const ADMIN: Option<Need> = Some(Need::Admin);
+/// Parses `command`: its name in the table, its arity, then its arguments (`COUNT` and
+/// `INCRBY`'s increment within `max_count`). Pure: the same command parses the same on any
+/// connection.
+#[inline]
+pub(super) fn parse(command: &Command, max_count: u64) -> Parsed<'_> {
+    let Some(spec) = lookup(command.name()) else {
+        return Parsed(if is_cross_protocol(command.name()) {
+            Outcome::CrossProtocol
+        } else {
+            Outcome::Unknown
+        });
+    };
+    if !arity_ok(spec.arity, command.len()) {
+        return Parsed(Outcome::WrongArity(spec));
+    }
+    let request = Request::parse(spec.kind, command.params(), max_count);
+    Parsed(Outcome::Known(spec, request))
+}
 
-/// Every command idmint answers, `INCR` first: dispatch scans this table in order.
-#[rustfmt::skip]
-pub(super) const COMMANDS: &[Spec] = &[
-    // kind, name, arity, flags, key position, ACL categories, what it needs
-    spec(Kind::Incr, "incr", 2, WRITE, 1, &["@write", "@string", "@fast"], MINT),
-    spec(Kind::IncrBy, "incrby", 3, WRITE, 1, &["@write", "@string", "@fast"], MINT),
-    spec(Kind::Snowflake, "idmint.snowflake", -1, &["fast"], 0, &["@fast"], MINT),
-    spec(Kind::Next, "idmint.next", -2, WRITE, 1, &["@write", "@fast"], MINT),
-    spec(Kind::Range, "idmint.range", -3, &["write", "denyoom"], 1, &["@write", "@slow"], MINT),
-    spec(Kind::GiveBack, "idmint.giveback", 4, &["write"], 1, &["@write", "@slow"], MINT),
-    spec(Kind::Decode, "idmint.decode", -2, READ, 0, &["@read", "@fast"], MINT),
-    spec(Kind::Space, "idmint.space", 1, READ, 0, &["@read", "@fast"], MINT),
-    spec(Kind::Format, "idmint.format", -1, &["fast"], 0, CONN, ANY),
-    spec(Kind::Get, "get", 2, READ, 1, &["@read", "@string", "@fast"], MINT),
-    spec(Kind::Ping, "ping", -1, &["fast"], 0, CONN, OPEN),
-    spec(Kind::Echo, "echo", 2, &["fast"], 0, CONN, ANY),
-    spec(Kind::Hello, "hello", -1, NO_AUTH, 0, CONN, OPEN),
-    spec(Kind::Auth, "auth", -2, NO_AUTH, 0, CONN, OPEN),
-    spec(Kind::Client, "client", -2, STALE_OK, 0, SLOW_CONN, ANY),
-    spec(Kind::Command, "command", -1, &["loading", "stale"], 0, SLOW_CONN, ANY),
-    spec(Kind::Config, "config", -2, &["admin", "noscript"], 0, &["@admin", "@slow"], ADMIN),
-    spec(Kind::Info, "info", -1, &["loading", "stale"], 0, &["@slow", "@dangerous"], METRICS),
-    spec(Kind::Select, "select", 2, &["loading", "stale", "fast"], 0, &["@fast"], ANY),
-    spec(Kind::Quit, "quit", -1, NO_AUTH, 0, CONN, OPEN),
-    spec(Kind::Reset, "reset", 1, NO_AUTH, 0, CONN, OPEN),
-    spec(Kind::Multi, "multi", 1, TX_FLAGS, 0, TX, ANY),
-    spec(Kind::Exec, "exec", 1, &["noscript", "loading", "stale", "skip_slowlog"], 0, &["@slow", "@transaction"], ANY),
-    spec(Kind::Discard, "discard", 1, TX_FLAGS, 0, TX, ANY),
-    spec(Kind::Watch, "watch", -2, TX_FLAGS, 1, TX, ANY),
-    spec(Kind::Unwatch, "unwatch", 1, TX_FLAGS, 0, TX, ANY),
-    spec(Kind::Role, "role", 1, &["noscript", "loading", "stale", "fast"], 0, &["@admin", "@fast", "@dangerous"], ANY),
-    spec(Kind::Time, "time", 1, &["loading", "stale", "fast"], 0, &["@fast"], ANY),
-    spec(Kind::DbSize, "dbsize", 1, READ, 0, &["@keyspace", "@read", "@fast"], ANY),
-];
+impl<'a> Request<'a> {
+    /// The arguments (`params`, the name left out) of a command of `kind`.
+    #[inline]
+    fn parse(kind: Kind, params: &'a [Bytes], max_count: u64) -> Result<Self, Refusal<'a>> {
+        Ok(match kind {
+            Kind::Incr => Self::Incr(Incr::parse(params)?),
+            Kind::IncrBy => Self::IncrBy(IncrBy::parse(params, max_count)?),
+            Kind::Snowflake => Self::Snowflake(Snowflake::parse(params, max_count)?),
+            Kind::Next => Self::Next(Next::parse(params, max_count)?),
+            Kind::Range => Self::Range(TakeRange::parse(params, max_count)?),
+            Kind::GiveBack => Self::GiveBack(GiveBack::parse(params)?),
+            Kind::Decode => Self::Decode(Decode::parse(params, max_count)?),
+            Kind::Space => Self::Space(Space),
+            Kind::Format => Self::Format(Format::parse(params)?),
+            Kind::Get => Self::Get(Get::parse(params)?),
+            Kind::Ping => Self::Ping(Ping::parse(params)?),
+            Kind::Echo => Self::Echo(Echo::parse(params)?),
+            Kind::Hello => Self::Hello(Hello::parse(params)?),
+            Kind::Auth => Self::Auth(Auth::parse(params)?),
+            Kind::Client => Self::Client(Client::parse(params)?),
+            Kind::Command => Self::Command(CommandInfo::parse(params)?),
+            Kind::Config => Self::Config(Config::parse(params)?),
+            Kind::Info => Self::Info(Info::parse(params)?),
+            Kind::Select => Self::Select(Select::parse(params)?),
+            Kind::Quit => Self::Quit(Quit),
+            Kind::Reset => Self::Reset(Reset),
+            Kind::Multi => Self::Multi(Multi),
+            Kind::Exec => Self::Exec(Exec),
+            Kind::Discard => Self::Discard(Discard),
+            Kind::Watch => Self::Watch(Watch),
+            Kind::Unwatch => Self::Unwatch(Unwatch),
+            Kind::Role => Self::Role(Role),
+            Kind::Time => Self::Time(Time),
+            Kind::DbSize => Self::DbSize(DbSize),
+        })
+    }
 
-#[allow(clippy::too_many_arguments)]
-const fn spec(
-    kind: Kind,
-    name: &'static str,
-    arity: i64,
-    flags: &'static [&'static str],
-    first_key: i64,
-    categories: &'static [&'static str],
-    need: Option<Need>,
-) -> Spec {
-    Spec {
-        kind,
-        name,
-        arity,
-        flags,
-        first_key,
-        categories,
-        need,
+    /// Runs the command on `session`, appending its reply to `out`.
+    async fn apply(self, session: &mut Session, out: &mut BytesMut) -> Flow {
+        match self {
+            Self::Incr(incr) => incr.apply(session, out).await,
+            Self::IncrBy(incr_by) => incr_by.apply(session, out).await,
+            Self::Snowflake(snowflake) => snowflake.apply(session, out).await,
+            Self::Next(next) => next.apply(session, out).await,
+            Self::Range(range) => range.apply(session, out).await,
+            Self::GiveBack(give_back) => give_back.apply(session, out).await,
+            Self::Decode(decode) => decode.apply(session, out),
+            Self::Space(space) => space.apply(session, out),
+            Self::Format(format) => format.apply(session, out),
+            Self::Get(get) => get.apply(session, out),
+            Self::Ping(ping) => ping.apply(out),
+            Self::Echo(echo) => echo.apply(out),
+            Self::Hello(hello) => {
+                hello.apply(session, out).await;
+                return after_credentials(session);
+            }
+            Self::Auth(auth) => {
+                auth.apply(session, out).await;
+                return after_credentials(session);
+            }
+            Self::Client(client) => client.apply(session, out),
+            Self::Command(command) => command.apply(session, out),
+            Self::Config(config) => config.apply(session, out),
+            Self::Info(info) => info.apply(session, out),
+            Self::Select(select) => select.apply(out),
+            Self::Reset(reset) => reset.apply(session, out),
+            Self::Multi(multi) => multi.apply(session, out),
+            Self::Exec(exec) => exec.apply(session, out),
+            Self::Discard(discard) => discard.apply(session, out),
+            Self::Watch(watch) => watch.apply(session, out),
+            Self::Unwatch(unwatch) => unwatch.apply(out),
+            Self::Role(role) => role.apply(out),
+            Self::Time(time) => time.apply(session, out),
+            Self::DbSize(dbsize) => dbsize.apply(session, out),
+            Self::Quit(quit) => return quit.apply(out),
+        }
+        Flow::Continue
     }
 }
 
-/// The command named `name`, ignoring case.
-pub(super) fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    COMMANDS
-        .iter()
-        .find(|spec| name.eq_ignore_ascii_case(spec.name.as_bytes()))
-}
-
-/// Whether `argc` arguments (the name included) suit `arity`.
-pub(super) fn arity_ok(arity: i64, argc: usize) -> bool {
-    let argc = i64::try_from(argc).unwrap_or(i64::MAX);
-    if arity >= 0 {
-        argc == arity
-    } else {
-        argc >= -arity
+impl Parsed<'_> {
+    /// The tag of `INCR tag`, `INCRBY tag n` or `IDMINT.NEXT tag`, arguments valid: the
+    /// commands that load their tag and change nothing else (see `lookahead`).
+    pub(super) fn loaded_tag(&self) -> Option<&[u8]> {
+        match &self.0 {
+            Outcome::Known(_, Ok(Request::Incr(incr))) => Some(incr.tag),
+            Outcome::Known(_, Ok(Request::IncrBy(incr_by))) => Some(incr_by.tag),
+            Outcome::Known(_, Ok(Request::Next(next))) => Some(next.tag),
+            _ => None,
+        }
     }
 }
 
-/// `-ERR wrong number of arguments for 'name' command`, `name` as Redis spells it (lower
-/// case, `client|setname` for a subcommand).
-pub(super) fn wrong_arity(out: &mut BytesMut, name: &str) {
-    encode::error_fmt(
-        out,
-        format_args!("ERR wrong number of arguments for '{name}' command"),
-    );
+/// After `AUTH` or `HELLO`: a connection that used up its wrong tokens is closed.
+fn after_credentials(session: &Session) -> Flow {
+    if auth::closing(session) {
+        session.shared.tallies.auth_closed.add(session.peer);
+        return Flow::Close;
+    }
+    Flow::Continue
+}
+
+/// Runs `parsed` without waiting when it can: `INCR` of a tag this connection has used, with
+/// an ID in memory, and a plain `IDMINT.SNOWFLAKE` the generator can answer at once. `None`
+/// means: run it with [`execute`].
+///
+/// The checks of [`execute`] hold without being made: a connection that may mint passes the
+/// scope check, and its tag cache holds only tags its grant allows (it is emptied when the
+/// grant changes).
+#[inline]
+pub(super) fn run_now(
+    session: &mut Session,
+    parsed: &Parsed<'_>,
+    out: &mut BytesMut,
+) -> Option<Flow> {
+    if !session.may_mint || session.transaction.is_some() {
+        return None;
+    }
+    let done = match &parsed.0 {
+        Outcome::Known(_, Ok(Request::Incr(incr))) => incr.apply_now(session, out),
+        Outcome::Known(_, Ok(Request::Snowflake(snowflake))) => snowflake.apply_now(session, out),
+        _ => false,
+    };
+    done.then_some(Flow::Continue)
+}
+
+/// Runs `command`, as `parsed`, appending its reply to `out`.
+pub(super) async fn execute(
+    session: &mut Session,
+    command: &Command,
+    parsed: Parsed<'_>,
+    out: &mut BytesMut,
+) -> Flow {
+    let (spec, request) = match parsed.0 {
+        Outcome::CrossProtocol => {
+            // Like Redis: an HTTP request sent here (say, by a web page to localhost) must not
+            // get to run the inline commands in its body. Close, no reply.
+            tracing::warn!(
+                peer = %session.peer,
+                "HTTP request on the Redis-protocol port; closing the connection"
+            );
+            return Flow::Close;
+        }
+        Outcome::Unknown => {
+            unknown_command(out, command);
+            session.doom_transaction();
+            return Flow::Continue;
+        }
+        Outcome::WrongArity(spec) => {
+            Refusal::Arity(spec.name).write(out);
+            session.doom_transaction();
+            return Flow::Continue;
+        }
+        Outcome::Known(spec, request) => (spec, request),
+    };
+    if let Some(need) = spec.need {
+        // Decoding a permuted ID restores its plain value (its time, its position): on a
+        // permuted namespace that is the operator's, not every minting client's.
+        let need = match spec.kind {
+            Kind::Decode if session.shared.ids.is_permuted() => Need::Admin,
+            _ => need,
+        };
+        if !permitted(session, spec, need, command, out) {
+            session.doom_transaction();
+            return Flow::Continue;
+        }
+    }
+    if session.transaction.is_some() && !spec.kind.runs_inside_multi() {
+        transaction::queue(session, command, out);
+        return Flow::Continue;
+    }
+    match request {
+        Ok(request) => request.apply(session, out).await,
+        Err(refusal) => {
+            refusal.write(out);
+            Flow::Continue
+        }
+    }
+}
+
+/// Whether the connection's grant allows `command` (of `spec`, which needs `need`) and its
+/// key (the tag); if not, the refusal is written: `-NOAUTH` before `AUTH`, `-NOPERM` for a
+/// scope or tag outside the grant, as Redis' ACLs answer.
+fn permitted(
+    session: &Session,
+    spec: &Spec,
+    need: Need,
+    command: &Command,
+    out: &mut BytesMut,
+) -> bool {
+    let Some(grant) = &session.grant else {
+        encode::error(out, "NOAUTH Authentication required.");
+        return false;
+    };
+    if !grant.allows(need) {
+        encode::error_fmt(
+            out,
+            format_args!(
+                "NOPERM this token may not run the '{}' command: it needs the {} scope",
+                spec.name,
+                need.scope_name()
+            ),
+        );
+        return false;
+    }
+    let key = usize::try_from(spec.first_key)
+        .ok()
+        .filter(|&at| at > 0)
+        .and_then(|at| command.args().get(at));
+    if let Some(tag) = key {
+        if !grant.allows_tag(tag) {
+            encode::error_fmt(
+                out,
+                format_args!(
+                    "NOPERM this token may not use the tag '{}'",
+                    tag.get(..128.min(tag.len()))
+                        .unwrap_or_default()
+                        .escape_ascii()
+                ),
+            );
+            return false;
+        }
+    }
+    true
 }
 
 /// The first words of an HTTP request (`POST /...`, a `Host:` header line), which Redis
@@ -239,197 +406,9 @@ fn unknown_command(out: &mut BytesMut, command: &Command) {
     );
 }
 
-/// `-ERR unknown subcommand 'x'. Try NAME HELP.`
-pub(super) fn unknown_subcommand(out: &mut BytesMut, sub: &[u8], command: &str) {
-    encode::error_fmt(
-        out,
-        format_args!(
-            "ERR unknown subcommand '{}'. Try {command} HELP.",
-            sub.get(..128.min(sub.len()))
-                .unwrap_or_default()
-                .escape_ascii()
-        ),
-    );
-}
-
-/// A `HELP` reply: one simple string per line.
-pub(super) fn help(out: &mut BytesMut, lines: &[&str]) {
-    encode::array_header(out, lines.len());
-    for line in lines {
-        encode::simple(out, line);
-    }
-}
-
-impl Session {
-    /// Whether the connection's grant allows `command` (of `spec`, which needs `need`) and its
-    /// key (the tag); if not, the refusal is written: `-NOAUTH` before `AUTH`, `-NOPERM` for a
-    /// scope or tag outside the grant, as Redis' ACLs answer.
-    fn permitted(&self, spec: &Spec, need: Need, command: &Command, out: &mut BytesMut) -> bool {
-        let Some(grant) = &self.grant else {
-            encode::error(out, "NOAUTH Authentication required.");
-            return false;
-        };
-        if !grant.allows(need) {
-            encode::error_fmt(
-                out,
-                format_args!(
-                    "NOPERM this token may not run the '{}' command: it needs the {} scope",
-                    spec.name,
-                    need.scope_name()
-                ),
-            );
-            return false;
-        }
-        let key = usize::try_from(spec.first_key)
-            .ok()
-            .filter(|&at| at > 0)
-            .and_then(|at| command.args().get(at));
-        if let Some(tag) = key {
-            if !grant.allows_tag(tag) {
-                encode::error_fmt(
-                    out,
-                    format_args!(
-                        "NOPERM this token may not use the tag '{}'",
-                        tag.get(..128.min(tag.len()))
-                            .unwrap_or_default()
-                            .escape_ascii()
-                    ),
-                );
-                return false;
-            }
-        }
-        true
-    }
-
-    /// Runs `command` without waiting when it can: `INCR` of a tag this connection has used,
-    /// with an ID in memory, and a plain `IDMINT.SNOWFLAKE` the generator can answer at once.
-    /// `None` means: run it with [`execute`](Self::execute).
-    #[inline]
-    pub(super) fn execute_now(&mut self, command: &Command, out: &mut BytesMut) -> Option<Flow> {
-        if !self.may_mint || self.transaction.is_some() {
-            return None;
-        }
-        match command.args() {
-            [name, tag] if name.eq_ignore_ascii_case(b"INCR") => {
-                let entry = self.tags.get(tag)?;
-                let id = entry.buffer.try_next()?;
-                entry.issued(1);
-                reply::id(out, entry.publisher.publish(id), &self.format);
-            }
-            [name] if name.eq_ignore_ascii_case(b"IDMINT.SNOWFLAKE") => {
-                let id = self.shared.ids.try_snowflake()?;
-                self.snowflakes_pending += 1;
-                reply::id(out, self.shared.ids.publish_snowflake(id), &self.format);
-            }
-            _ => return None,
-        }
-        Some(Flow::Continue)
-    }
-
-    /// Runs `command`, appending its reply to `out`.
-    pub(super) async fn execute(&mut self, command: &Command, out: &mut BytesMut) -> Flow {
-        let Some(spec) = lookup(command.name()) else {
-            if is_cross_protocol(command.name()) {
-                // Like Redis: an HTTP request sent here (say, by a web page to localhost)
-                // must not get to run the inline commands in its body. Close, no reply.
-                tracing::warn!(
-                    peer = %self.peer,
-                    "HTTP request on the Redis-protocol port; closing the connection"
-                );
-                return Flow::Close;
-            }
-            unknown_command(out, command);
-            self.doom_transaction();
-            return Flow::Continue;
-        };
-        if !arity_ok(spec.arity, command.len()) {
-            wrong_arity(out, spec.name);
-            self.doom_transaction();
-            return Flow::Continue;
-        }
-        if let Some(need) = spec.need {
-            // Decoding a permuted ID restores its plain value (its time, its position): on a
-            // permuted namespace that is the operator's, not every minting client's.
-            let need = match spec.kind {
-                Kind::Decode if self.shared.ids.is_permuted() => Need::Admin,
-                _ => need,
-            };
-            if !self.permitted(spec, need, command, out) {
-                self.doom_transaction();
-                return Flow::Continue;
-            }
-        }
-        if self.transaction.is_some() && !spec.kind.runs_inside_multi() {
-            self.queue(command, out);
-            return Flow::Continue;
-        }
-        let args = command.args();
-        match spec.kind {
-            Kind::Incr => self.incr(args.get(1).map_or(&[][..], |a| a), out).await,
-            Kind::IncrBy => self.incr_by(args, out).await,
-            Kind::Snowflake => self.snowflake(args, out).await,
-            Kind::Next => self.next(args, out).await,
-            Kind::Range => self.range(args, out).await,
-            Kind::GiveBack => self.give_back(args, out).await,
-            Kind::Decode => self.decode(args, out),
-            Kind::Space => self.space(out),
-            Kind::Format => self.format(args, out),
-            Kind::Get => self.get(args, out),
-            Kind::Ping => self.ping(args, out),
-            Kind::Echo => encode::bulk(out, args.get(1).map_or(&[][..], |a| a)),
-            Kind::Hello | Kind::Auth => {
-                if spec.kind == Kind::Auth {
-                    self.auth(args, out).await;
-                } else {
-                    self.hello(args, out).await;
-                }
-                if self.auth_closing() {
-                    self.shared.tallies.auth_closed.add(self.peer);
-                    return Flow::Close;
-                }
-            }
-            Kind::Client => self.client(args, out),
-            Kind::Command => self.command(args, out),
-            Kind::Config => self.config(args, out),
-            Kind::Info => self.info(args, out),
-            Kind::Select => self.select(args, out),
-            Kind::Reset => self.reset(out),
-            Kind::Multi => self.multi(out),
-            Kind::Exec => self.exec(out),
-            Kind::Discard => self.discard(out),
-            Kind::Watch => self.watch(out),
-            Kind::Unwatch => encode::ok(out),
-            Kind::Role => self.role(out),
-            Kind::Time => self.time(out),
-            Kind::DbSize => self.dbsize(out),
-            Kind::Quit => {
-                encode::ok(out);
-                return Flow::Close;
-            }
-        }
-        Flow::Continue
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn lookup_ignores_case_and_arity_follows_redis() {
-        assert_eq!(lookup(b"iNcR").map(|s| s.kind), Some(Kind::Incr));
-        assert_eq!(
-            lookup(b"idmint.SNOWFLAKE").map(|s| s.kind),
-            Some(Kind::Snowflake)
-        );
-        assert!(lookup(b"INCRX").is_none());
-        assert!(lookup(b"").is_none());
-        assert!(arity_ok(2, 2));
-        assert!(!arity_ok(2, 3));
-        assert!(arity_ok(-2, 2));
-        assert!(arity_ok(-2, 5));
-        assert!(!arity_ok(-2, 1));
-    }
 
     #[test]
     fn unknown_commands_read_like_redis() {

@@ -9,18 +9,21 @@
 use bytes::BytesMut;
 use idmint_resp::encode;
 
-use crate::resp::connection::Session;
 use crate::resp::reply::{self, IdFormat};
+use crate::resp::session::Session;
 
-impl Session {
-    /// `IDMINT.SPACE`.
-    pub(super) fn space(&mut self, out: &mut BytesMut) {
-        let ids = &self.shared.ids;
+/// `IDMINT.SPACE`: no argument.
+#[derive(Debug)]
+pub(super) struct Space;
+
+impl Space {
+    pub(super) fn apply(self, session: &Session, out: &mut BytesMut) {
+        let ids = &session.shared.ids;
         let layout = ids.layout();
         let current = ids.id_spaces().last();
         let version = current.map_or(0, |record| record.version);
         let datacenter = current.map_or(0, |record| record.space.datacenter);
-        encode::map_header(out, self.protocol, 5);
+        encode::map_header(out, session.protocol, 5);
         encode::bulk(out, b"layout");
         encode::bulk(out, layout.spec().as_bytes());
         for (field, value) in [

@@ -27,7 +27,7 @@ use idmint_store::Store;
 use tokio::runtime::Handle;
 use tokio::sync::Semaphore;
 
-use crate::store_layer::{layered, Calls, Layer};
+use super::layer::{layered, Calls, Layer};
 
 /// Segment store calls allowed to run at once: above every backend's connection pool, so the
 /// pool stays busy, and small enough that waiting calls cost nothing worth counting.

@@ -14,7 +14,7 @@ use idmint_core::clock::Stopwatch;
 use idmint_core::{Error, Result};
 use idmint_store::Store;
 
-use crate::store_layer::{layered, Calls, Layer};
+use super::layer::{layered, Calls, Layer};
 use crate::telemetry::{self, STORE_CALL_SECONDS, STORE_ERRORS};
 
 /// `store` with every call measured.

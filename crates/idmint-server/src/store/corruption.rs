@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 use idmint_core::{Error, Result};
 use idmint_store::Store;
 
-use crate::store_layer::{layered, Calls, Layer};
+use super::layer::{layered, Calls, Layer};
 
 /// The first corruption a store call reported, kept until the process ends.
 #[derive(Debug, Default)]
@@ -49,7 +49,7 @@ impl CorruptionLatch {
 }
 
 /// `store` with every call watched by `latch`.
-pub(super) fn watched(store: Store, latch: &Arc<CorruptionLatch>) -> Store {
+pub(crate) fn watched(store: Store, latch: &Arc<CorruptionLatch>) -> Store {
     layered(store, Watched(Arc::clone(latch)))
 }
 
