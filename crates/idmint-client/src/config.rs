@@ -32,7 +32,7 @@ pub struct ClientConfig {
     /// The share of a range used when the next one is asked for. Default 0.2.
     pub prefetch_at: f64,
     /// The longest a call waits for IDs when none are in memory, across every node tried,
-    /// before it fails with [`Error::Unavailable`]. Default 3 s.
+    /// before it fails with [`Error::Unavailable`](crate::Error::Unavailable). Default 3 s.
     pub max_wait: Duration,
     /// The longest one request to one node may take (connecting included) before the node
     /// counts as failed and the next is tried. Default 1 s.

@@ -9,8 +9,8 @@
 //! ```
 //!
 //! The bytes are parsed by `idmint-resp` (arrays of bulk strings and inline commands, bounded
-//! by [`Limits`]); replies are RESP2 until a connection sends `HELLO 3`, then RESP3 (maps,
-//! sets, null, verbatim text where Redis sends them). This module owns the sockets and runs
+//! by [`Limits`](idmint_resp::Limits)); replies are RESP2 until a connection sends `HELLO 3`,
+//! then RESP3 (maps, sets, null, verbatim text where Redis sends them). This module owns the sockets and runs
 //! the commands, in the shape of tokio's mini-redis: the connection loop only moves frames,
 //! and each command is a pure parse into a typed value plus an apply on the session.
 //!
