@@ -10,9 +10,10 @@
 //!
 //! The bytes are parsed by `idmint-resp` (arrays of bulk strings and inline commands, bounded
 //! by [`Limits`](idmint_resp::Limits)); replies are RESP2 until a connection sends `HELLO 3`,
-//! then RESP3 (maps, sets, null, verbatim text where Redis sends them). This module owns the sockets and runs
-//! the commands, in the shape of tokio's mini-redis: the connection loop only moves frames,
-//! and each command is a pure parse into a typed value plus an apply on the session.
+//! then RESP3 (maps, sets, null, verbatim text where Redis sends them). This module owns the
+//! sockets and runs the commands, in the shape of tokio's mini-redis: the connection loop only
+//! moves frames, and each command is a pure parse into a typed value plus an apply on the
+//! session.
 //!
 //! Files, each importing only from the files listed before it (no two import each other, and
 //! none imports this one, which only declares and re-exports):
