@@ -93,35 +93,21 @@ impl WorkerLeases for SetLeases {
 
     async fn list_leases(&self) -> Result<Vec<LeaseInfo>> {
         let mut all = Vec::new();
-        let mut answered = false;
-        let mut outage = None;
         let asking = |_: &Member, store: Store| async move { store.leases.list_leases().await };
-        let failed = self
-            .members
-            .ask_each(asking, |member, result| match result {
-                Ok(leases) => {
-                    answered = true;
+        self.members
+            .every_answer(
+                "listing leases",
+                asking,
+                |member, leases: Vec<LeaseInfo>| {
                     // Rows of other partitions (from before the set) belong to their owners.
                     all.extend(
                         leases
                             .into_iter()
                             .filter(|l| member.partition.owns_worker(l.worker_id)),
                     );
-                    ControlFlow::Continue(())
-                }
-                Err(error @ Error::StoreUnavailable { .. }) => {
-                    outage = Some(error);
-                    ControlFlow::Continue(())
-                }
-                Err(error) => ControlFlow::Break(error),
-            })
-            .await;
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        if !answered {
-            return Err(outage.unwrap_or_else(|| none_answers("listing leases")));
-        }
+                },
+            )
+            .await?;
         all.sort_by_key(|l| l.worker_id);
         Ok(all)
     }
@@ -157,31 +143,12 @@ impl WorkerLeases for SetLeases {
                 )));
             }
         }
-        let mut recorded = false;
-        let mut outage = None;
         let asking = |_: &Member, store: Store| async move {
             store.leases.record_id_space(record, hwm_bound_ms).await
         };
-        let failed = self
-            .members
-            .ask_each(asking, |_, result| match result {
-                Ok(()) => {
-                    recorded = true;
-                    ControlFlow::Continue(())
-                }
-                Err(error @ Error::StoreUnavailable { .. }) => {
-                    outage = Some(error);
-                    ControlFlow::Continue(())
-                }
-                Err(error) => ControlFlow::Break(error),
-            })
-            .await;
-        match (failed, recorded, outage) {
-            (Some(error), _, _) => Err(error),
-            (None, true, _) => Ok(()),
-            (None, false, Some(error)) => Err(error),
-            (None, false, None) => Err(none_answers("recording the ID space")),
-        }
+        self.members
+            .every_answer("recording the ID space", asking, |_, ()| {})
+            .await
     }
 
     fn stores(&self) -> usize {

@@ -293,6 +293,43 @@ impl Members {
         answer.unwrap_or_else(|| Err(outage.unwrap_or_else(|| none_answers(what))))
     }
 
+    /// Runs `call` on every store in turn and hands each answer to `take` (a list merged, a
+    /// record written): an outage moves on to the next store, any other error is the result at
+    /// once. Succeeds when at least one store answered; fails with the last outage, or
+    /// [`none_answers`] `what`, when none did.
+    pub(super) async fn every_answer<'a, T, F, Fut>(
+        self: &'a Arc<Self>,
+        what: &str,
+        call: F,
+        mut take: impl FnMut(&'a Member, T),
+    ) -> Result<()>
+    where
+        F: FnMut(&'a Member, Store) -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let mut answered = false;
+        let mut outage = None;
+        let failed = self
+            .ask_each(call, |member, result| match result {
+                Ok(answer) => {
+                    answered = true;
+                    take(member, answer);
+                    ControlFlow::Continue(())
+                }
+                Err(error @ Error::StoreUnavailable { .. }) => {
+                    outage = Some(error);
+                    ControlFlow::Continue(())
+                }
+                Err(error) => ControlFlow::Break(error),
+            })
+            .await;
+        match (failed, answered) {
+            (Some(error), _) => Err(error),
+            (None, true) => Ok(()),
+            (None, false) => Err(outage.unwrap_or_else(|| none_answers(what))),
+        }
+    }
+
     /// Notes how a call to `member` went (an outage marks it down until its watcher sees it
     /// answer) and passes the result on.
     pub(super) fn answered<T>(self: &Arc<Self>, member: &Member, result: Result<T>) -> Result<T> {

@@ -329,36 +329,18 @@ impl SegmentStore for SetSegments {
 
     async fn list_tags(&self) -> Result<Vec<TagInfo>> {
         let mut merged: HashMap<Tag, TagInfo> = HashMap::new();
-        let mut outage = None;
-        let mut answered = false;
         let asking = |_: &Member, store: Store| async move { store.segments.list_tags().await };
-        let failed = self
-            .members
-            .ask_each(asking, |_, result| match result {
-                Ok(tags) => {
-                    answered = true;
-                    for info in tags {
-                        // The set's max_id of a tag: the highest of its stores'.
-                        merged
-                            .entry(info.tag.clone())
-                            .and_modify(|seen| seen.max_id = seen.max_id.max(info.max_id))
-                            .or_insert(info);
-                    }
-                    ControlFlow::Continue(())
+        self.members
+            .every_answer("listing tags", asking, |_, tags: Vec<TagInfo>| {
+                for info in tags {
+                    // The set's max_id of a tag: the highest of its stores'.
+                    merged
+                        .entry(info.tag.clone())
+                        .and_modify(|seen| seen.max_id = seen.max_id.max(info.max_id))
+                        .or_insert(info);
                 }
-                Err(error @ Error::StoreUnavailable { .. }) => {
-                    outage = Some(error);
-                    ControlFlow::Continue(())
-                }
-                Err(error) => ControlFlow::Break(error),
             })
-            .await;
-        if let Some(error) = failed {
-            return Err(error);
-        }
-        if !answered {
-            return Err(outage.unwrap_or_else(|| none_answers("listing tags")));
-        }
+            .await?;
         let mut tags: Vec<TagInfo> = merged.into_values().collect();
         tags.sort_by(|a, b| a.tag.as_str().cmp(b.tag.as_str()));
         Ok(tags)
