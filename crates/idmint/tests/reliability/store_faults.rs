@@ -133,8 +133,15 @@ pub fn run(store_label: &str, fault_label: &str, fault: &mut dyn Fault) {
     // New tags during the fault too: a store write every 200 ms, whatever the buffers hold.
     let probing = Arc::new(AtomicBool::new(true));
     let probes_failed = Arc::new(AtomicU64::new(0));
+    // A new tag makes a few store calls, each bounded by the node's call timeout (5 s, as long
+    // as `http`'s): under a loaded machine its 503 can come after 5 s, so the prober waits
+    // longer than all of them and reads a slow refusal as the refusal it is, not as no answer.
+    let prober_http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
     let prober = runtime.spawn(probe_new_tags(
-        http.clone(),
+        prober_http,
         node.http(),
         Arc::clone(&probing),
         Arc::clone(&probes_failed),
@@ -263,6 +270,7 @@ async fn probe_new_tags(
             (503, _) => {
                 failed.fetch_add(1, Ordering::SeqCst);
             }
+            (0, _) => panic!("a new tag during the fault got no answer within 30 s"),
             (other, body) => panic!("a new tag during the fault answered {other}: {body}"),
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
