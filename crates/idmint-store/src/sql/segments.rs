@@ -146,15 +146,7 @@ for_every_dialect! {
                     .await
                     .map_err(err)?;
             }
-            // Read back with the join, in the same session, so the row has its dating.
-            let row = sqlx::query(q(&self.sql.tag_info))
-                .bind(tag.as_str().to_owned())
-                .fetch_optional(session.conn())
-                .await
-                .map_err(err)?;
-            session.finish().await.map_err(err)?;
-            let row = row.ok_or_else(|| Error::UnknownTag { tag: tag.to_string() })?;
-            tag_info(&row, err)
+            self.read_back(session, tag, "creating a tag").await
         }
 
         /// Changes a tag's step and/or description.
@@ -170,6 +162,18 @@ for_every_dialect! {
                 .bind(update.description.clone())
                 .bind(tag.as_str().to_owned());
             write.execute(session.conn()).await.map_err(err)?;
+            self.read_back(session, tag, "updating a tag").await
+        }
+
+        /// Reads `tag`'s row back after a write in `session`, with the join so the row has its
+        /// dating, then ends the session: what creating or changing a tag returns.
+        async fn read_back(
+            &self,
+            mut session: Session<D::Db>,
+            tag: &Tag,
+            what: &str,
+        ) -> Result<TagInfo> {
+            let err = |e| D::error(what, e);
             let row = sqlx::query(q(&self.sql.tag_info))
                 .bind(tag.as_str().to_owned())
                 .fetch_optional(session.conn())
