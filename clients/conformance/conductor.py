@@ -13,7 +13,8 @@ The API (JSON bodies; errors are 4xx/5xx with {"error": "..."}):
     GET  /scenarios            the scenarios, as in scenarios.json
     POST /start {"scenario"}   a fresh folder and store, the scenario's nodes started:
                                {"nodes": ["redis://127.0.0.1:P", ...],
-                                "tokens": {"good": MINT_TOKEN, "bad": UNKNOWN_TOKEN}}
+                                "tokens": {"good": MINT_TOKEN, "bad": UNKNOWN_TOKEN},
+                                "ca_pem": PEM (only when a node serves TLS: rediss://)}
     POST /act STEP             one of the steps below, on the running scenario
     POST /stop {"scenario"}    every node stopped, the folder removed
 
@@ -32,6 +33,7 @@ import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -105,6 +107,9 @@ class Node:
         ]
         if self.spec.get("permuted"):
             args += ["--permutation-key-file", str(run.key_file())]
+        if self.spec.get("tls"):
+            cert, key = run.certificate()
+            args += ["--tls-cert", str(cert), "--tls-key", str(key)]
         return args + [str(flag) for flag in self.spec.get("flags", [])]
 
     def environment(self) -> Dict[str, str]:
@@ -163,7 +168,10 @@ class Node:
                 self.kill()
 
     def url(self) -> str:
-        return f"redis://{self.resp}"
+        return f"{'rediss' if self.spec.get('tls') else 'redis'}://{self.resp}"
+
+    def http_url(self) -> str:
+        return f"{'https' if self.spec.get('tls') else 'http'}://{self.http}"
 
 
 class Run:
@@ -197,6 +205,34 @@ class Run:
             self._key.chmod(0o600)
         return self._key
 
+    def certificate(self) -> "tuple[Path, Path]":
+        """A certificate authority of the run's own (`ca.pem`) and a certificate it signed for
+        127.0.0.1 and localhost, made once with openssl: what an operator's internal CA gives."""
+        cert, key = self.folder / "node.pem", self.folder / "node.key"
+        if not cert.exists():
+            ca, ca_key = self.folder / "ca.pem", self.folder / "ca.key"
+            extensions = self.folder / "node.ext"
+            extensions.write_text(
+                "basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                "extendedKeyUsage=serverAuth\n"
+            )
+            ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+            for command in (
+                ["req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2",
+                 "-subj", "/CN=idmint conformance CA"],
+                ["req", *ec, "-keyout", key, "-out", self.folder / "node.csr",
+                 "-subj", "/CN=127.0.0.1"],
+                ["x509", "-req", "-in", self.folder / "node.csr", "-CA", ca, "-CAkey", ca_key,
+                 "-CAcreateserial", "-out", cert, "-days", "2", "-extfile", extensions],
+            ):
+                subprocess.run(["openssl", *map(str, command)], check=True, capture_output=True)
+            key.chmod(0o600)
+        return cert, key
+
+    def ca_pem(self) -> Optional[str]:
+        ca = self.folder / "ca.pem"
+        return ca.read_text() if ca.exists() else None
+
     def node(self, step: Dict[str, Any]) -> Node:
         index = step.get("node")
         if not isinstance(index, int) or not 0 <= index < len(self.nodes):
@@ -229,13 +265,14 @@ class Run:
 
     def create_tag(self, node: Node, step: Dict[str, Any]) -> None:
         request = urllib.request.Request(
-            f"http://{node.http}/v1/tags/{step['tag']}",
+            f"{node.http_url()}/v1/tags/{step['tag']}",
             data=json.dumps(step.get("settings", {})).encode(),
             method="PUT",
             headers={"Authorization": f"Bearer {self.admin}", "Content-Type": "application/json"},
         )
+        context = ssl.create_default_context(cadata=self.ca_pem()) if self.ca_pem() else None
         try:
-            with urllib.request.urlopen(request, timeout=10) as answer:
+            with urllib.request.urlopen(request, timeout=10, context=context) as answer:
                 answer.read()
         except urllib.error.HTTPError as e:
             raise Refusal(f"create_tag {step['tag']}: {e.code} {e.read().decode(errors='replace')}")
@@ -273,10 +310,13 @@ class Conductor:
             run.close()
             raise
         self.run = run
-        return {
+        setup: Dict[str, Any] = {
             "nodes": [node.url() for node in run.nodes],
             "tokens": {"good": run.mint, "bad": "mint-" + secrets.token_hex(16)},
         }
+        if run.ca_pem():
+            setup["ca_pem"] = run.ca_pem()
+        return setup
 
     def act(self, body: Dict[str, Any]) -> Dict[str, Any]:
         if self.run is None:

@@ -67,6 +67,9 @@ def client(setup: Dict[str, Any], step: Dict[str, Any]) -> ic.Client:
         for name in names:
             if key in config:
                 settings[name] = config[key] / 1000
+    if step.get("ca"):
+        # Trust the CA the conductor made for its TLS nodes.
+        settings["connection_kwargs"] = {"ssl_ca_data": setup["ca_pem"]}
     nodes = [setup["nodes"][i] for i in step["nodes"]]
     token = setup["tokens"][step["token"]] if "token" in step else None
     return ic.Client(nodes, token, **settings)

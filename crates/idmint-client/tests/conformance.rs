@@ -68,10 +68,18 @@ fn category(error: &Error) -> String {
 }
 
 /// The client settings a scenario's `config` names.
-fn config(nodes: Vec<String>, token: Option<&str>, settings: &Value) -> ClientConfig {
+fn config(
+    nodes: Vec<String>,
+    token: Option<&str>,
+    ca: Option<&str>,
+    settings: &Value,
+) -> ClientConfig {
     let mut config = ClientConfig::new(nodes);
     if let Some(token) = token {
         config = config.with_token(token);
+    }
+    if let Some(pem) = ca {
+        config = config.with_ca_pem(pem.as_bytes());
     }
     let int = |key: &str| settings.get(key).and_then(Value::as_u64);
     let ms = |key: &str| int(key).map(Duration::from_millis);
@@ -165,7 +173,12 @@ impl Play<'_> {
                 let token = step["token"]
                     .as_str()
                     .and_then(|which| self.setup["tokens"][which].as_str());
-                let client = Client::new(config(nodes, token, &step["config"]))
+                // `ca`: trust the CA the conductor made for its TLS nodes.
+                let ca = match step["ca"].as_bool() {
+                    Some(true) => self.setup["ca_pem"].as_str(),
+                    _ => None,
+                };
+                let client = Client::new(config(nodes, token, ca, &step["config"]))
                     .map_err(|e| format!("client: {e}"))?;
                 let name = step["name"].as_str().unwrap_or_default().to_owned();
                 self.clients.insert(name, client);
