@@ -94,7 +94,8 @@ test("no node answers: Unavailable within maxWaitMs, naming the last cause", asy
       assert.equal(e.code, "unavailable");
       assert.ok(e.retryable);
       assert.ok(e.cause instanceof Error);
-      assert.match(e.message, /ECONNREFUSED|did not/);
+      // The last cause, named: refused, most often (a port another process took may answer otherwise).
+      assert.match(e.message, /127\.0\.0\.1:\d+ (failed|did not)/);
       return true;
     });
     assert.ok(performance.now() - started < 2_000);
