@@ -45,6 +45,10 @@ function options(step, setup) {
   if (step.token !== undefined) {
     result.token = setup.tokens[step.token];
   }
+  if (step.ca === true) {
+    // Trust the CA the conductor made for its TLS nodes.
+    result.caPem = setup.ca_pem;
+  }
   for (const [key, value] of Object.entries(step.config ?? {})) {
     const name = SETTINGS[key];
     if (name === undefined) {
