@@ -64,6 +64,8 @@ final class Nodes {
     private final long backoffNanos;
     private final long maxBackoffNanos;
     final Stats stats;
+    /** The last failure of any node (an exception or a message), for the message of a wait that ran out. */
+    private volatile Object lastFailure;
 
     Nodes(IdMintConfig config, SSLSocketFactory tls) {
         List<NodeConnection> list = new ArrayList<>();
@@ -88,6 +90,11 @@ final class Nodes {
     /** The address of node {@code i}, as messages show it. */
     String address(int i) {
         return nodes.get(i).address().toString();
+    }
+
+    /** The last failure seen on any node, or null. */
+    Object lastFailure() {
+        return lastFailure;
     }
 
     /** The node that answered last. */
@@ -131,6 +138,7 @@ final class Nodes {
                 }
                 if (!(outcome instanceof RefusedException)) {
                     allRefused = false;
+                    lastFailure = outcome;
                 }
                 last = outcome;
                 if (System.nanoTime() >= deadline) {
@@ -167,6 +175,9 @@ final class Nodes {
 
     static UnavailableException unavailable(long startedNanos, Object last) {
         Duration waited = Duration.ofNanos(System.nanoTime() - startedNanos);
+        if (last instanceof UnavailableException u) {
+            return new UnavailableException(waited, u.lastCause(), u.getCause());
+        }
         if (last instanceof Throwable t) {
             return new UnavailableException(waited, t.getMessage(), t);
         }

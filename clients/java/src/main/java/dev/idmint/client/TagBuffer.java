@@ -114,8 +114,9 @@ final class TagBuffer {
                 }
                 long left = waitStarted + core.config.maxWait().toNanos() - now;
                 if (left <= 0) {
-                    throw Nodes.unavailable(waitStarted, lastError == null
-                            ? "no range of tag `" + tag + "` arrived in time" : lastError);
+                    Object cause = lastError != null ? lastError : core.nodes.lastFailure();
+                    throw Nodes.unavailable(waitStarted, cause == null
+                            ? "no range of tag `" + tag + "` arrived in time" : cause);
                 }
                 try {
                     changed.awaitNanos(left);

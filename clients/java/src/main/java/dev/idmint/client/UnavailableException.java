@@ -11,11 +11,18 @@ public final class UnavailableException extends IdMintException {
     private static final long serialVersionUID = 1L;
 
     private final Duration waited;
+    private final String lastCause;
 
     UnavailableException(Duration waited, String lastCause, Throwable cause) {
         super("no idmint node could serve within " + Durations.show(waited) + ": " + lastCause,
                 ErrorCode.STORE_UNAVAILABLE, cause);
         this.waited = waited;
+        this.lastCause = lastCause;
+    }
+
+    /** The last failure seen, in words. */
+    String lastCause() {
+        return lastCause;
     }
 
     /** How long the call waited before giving up. */
