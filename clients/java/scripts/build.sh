@@ -54,7 +54,7 @@ compile_into() {
     local files
     files="$(find "$JAVA_DIR/$src" -name '*.java' | LC_ALL=C sort)"
     # shellcheck disable=SC2086
-    javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$cp" -d "$out" $files >&2 \
+    javac --release 17 -Xlint:all,-try -Werror -encoding UTF-8 -cp "$cp" -d "$out" $files >&2 \
         || { rm -rf "$out"; die "javac failed on $src"; }
     touch "$out/.done"
 }
@@ -76,7 +76,7 @@ build_lib() {
         cp -r "$JAVA_DIR/src/examples/java/." "$JAVA_DIR/src/bench/java/." "$dir/tools-src/"
         rm -rf "$TOOLS_CLASSES" && mkdir -p "$TOOLS_CLASSES"
         # shellcheck disable=SC2046
-        javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$LIB_JAR" -d "$TOOLS_CLASSES" \
+        javac --release 17 -Xlint:all,-try -Werror -encoding UTF-8 -cp "$LIB_JAR" -d "$TOOLS_CLASSES" \
             $(find "$dir/tools-src" -name '*.java' | LC_ALL=C sort) >&2 \
             || { rm -rf "$TOOLS_CLASSES"; die "javac failed on the examples"; }
         touch "$TOOLS_CLASSES/.done"

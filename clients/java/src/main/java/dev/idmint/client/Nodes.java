@@ -195,8 +195,14 @@ final class Nodes {
         try {
             reply = node.call(args, callTimeoutNanos, -1);
         } catch (NodeConnection.AuthRefused refused) {
-            answered(i);
-            return refusal(node.address(), refused.reply);
+            RefusedException typed = refusal(node.address(), refused.reply);
+            if (typed != null) {
+                answered(i);
+                return typed;
+            }
+            // Not about the token: a node that refuses the connection (`max number of clients`).
+            failed(i);
+            return node.address() + " failed: " + refused.reply.text();
         } catch (IOException e) {
             failed(i);
             return new IOException(node.address() + " failed: " + describe(e), e);
