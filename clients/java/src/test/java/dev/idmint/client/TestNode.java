@@ -135,6 +135,25 @@ final class TestNode implements AutoCloseable {
         }
     }
 
+    /** Two commands on one new connection with the admin token; both replies. */
+    Object commandPair(List<?> first, List<?> second) throws IOException {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress("127.0.0.1", resp), 1000);
+            s.setSoTimeout(5000);
+            InputStream in = new BufferedInputStream(s.getInputStream());
+            OutputStream out = s.getOutputStream();
+            out.write(Resp.encode(List.of("AUTH", TOKEN)));
+            out.write(Resp.encode(first));
+            out.write(Resp.encode(second));
+            out.flush();
+            Object auth = Resp.read(in);
+            if (!"OK".equals(auth)) {
+                throw new IOException("AUTH answered " + Resp.show(auth));
+            }
+            return List.of(Resp.read(in), Resp.read(in));
+        }
+    }
+
     /** Kills the process (SIGKILL), by its handle. */
     void kill() {
         if (process != null && process.isAlive()) {
