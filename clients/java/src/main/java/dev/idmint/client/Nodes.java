@@ -55,7 +55,8 @@ final class Nodes {
     /** What a node without tokens answers a token: a refusal (configuration, not an outage). */
     private static final String NO_PASSWORD = "AUTH <password> called without";
 
-    private static final Pattern COUNT_LIMIT = Pattern.compile("count must be between 1 and (\\d+)");
+    /** Nodes word a count limit "count must be" (IDMINT.RANGE) or "COUNT must be" (IDMINT.SNOWFLAKE, IDMINT.NEXT). */
+    private static final Pattern COUNT_LIMIT = Pattern.compile("count must be between 1 and (\\d+)", Pattern.CASE_INSENSITIVE);
 
     private final List<NodeConnection> nodes;
     private final Health[] health;
@@ -282,7 +283,8 @@ final class Nodes {
             }
         }
         for (String start : REFUSALS) {
-            if (detail.startsWith(start)) {
+            // Case aside: "count must be" and "COUNT must be" are both the nodes' wordings.
+            if (detail.regionMatches(true, 0, start, 0, start.length())) {
                 return new RefusedException(address + " refused: " + reply, plainCode(detail), reply);
             }
         }
@@ -322,7 +324,7 @@ final class Nodes {
         if (detail.startsWith("unknown tag")) {
             return ErrorCode.UNKNOWN_TAG;
         }
-        if (detail.startsWith("count must be")) {
+        if (detail.regionMatches(true, 0, "count must be", 0, 13)) {
             return ErrorCode.INVALID_COUNT;
         }
         return ErrorCode.INVALID_ARGUMENT;

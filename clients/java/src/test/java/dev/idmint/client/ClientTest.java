@@ -303,6 +303,12 @@ class ClientTest {
             long[] flakes = client.snowflakes(120);
             assertEquals(120, flakes.length);
         }
+        // Snowflakes first: the limit is learned from IDMINT.SNOWFLAKE's own refusal ("COUNT must be").
+        try (TestNode small = new TestNode(store, "java-small2", "--max-count", "50");
+                IdMint client = new IdMint(config(small.url()).snowflakes(64, Duration.ofMillis(100)).build())) {
+            assertEquals(120, client.snowflakes(120).length);
+            assertTrue(client.snowflake() > 0);
+        }
     }
 
     @Test

@@ -46,6 +46,7 @@ class ErrorCodesTest {
             {"ERR unknown tag `t`", RefusedException.class, ErrorCode.UNKNOWN_TAG},
             {"ERR invalid tag `\\n`", RefusedException.class, ErrorCode.INVALID_TAG},
             {"ERR count must be between 1 and 50", RefusedException.class, ErrorCode.INVALID_COUNT},
+            {"ERR COUNT must be between 1 and 50, got 64", RefusedException.class, ErrorCode.INVALID_COUNT},
             {"ERR syntax error", RefusedException.class, ErrorCode.INVALID_ARGUMENT},
             {"WRONGPASS invalid username-password pair", AuthException.class, ErrorCode.UNAUTHORIZED},
             {"NOAUTH Authentication required.", AuthException.class, ErrorCode.UNAUTHORIZED},
@@ -64,5 +65,6 @@ class ErrorCodesTest {
             assertNull(Nodes.refusal(node, Resp.Error.of(failure)), failure);
         }
         assertEquals(50, Nodes.largestCount(Nodes.refusal(node, Resp.Error.of("ERR count must be between 1 and 50"))));
+        assertEquals(50, Nodes.largestCount(Nodes.refusal(node, Resp.Error.of("ERR COUNT must be between 1 and 50, got 64"))));
     }
 }
