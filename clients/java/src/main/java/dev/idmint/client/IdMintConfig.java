@@ -4,7 +4,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Objects;
 
 /**
  * How an {@link IdMint} reaches idmint and how much it keeps in memory. Immutable; made with
@@ -48,7 +47,10 @@ public record IdMintConfig(
 
     /** The settings as given, checked: see {@link Builder#build()}. */
     public IdMintConfig {
-        nodes = List.copyOf(Objects.requireNonNull(nodes, "nodes"));
+        if (nodes == null || nodes.stream().anyMatch(node -> node == null)) {
+            throw new ConfigException("nodes", "a null node address");
+        }
+        nodes = List.copyOf(nodes);
         check(nodes, token, minStep, maxStep, targetLifetime, prefetchAt, maxWait, callTimeout,
                 backoff, maxBackoff, snowflakeBatch, snowflakeMaxAge);
     }

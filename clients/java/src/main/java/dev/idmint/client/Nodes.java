@@ -130,6 +130,10 @@ final class Nodes {
                 if (closed.getAsBoolean()) {
                     throw new ClosedException();
                 }
+                if (Thread.currentThread().isInterrupted()) {
+                    // The caller's interruption is no node's failure: stop without blaming one.
+                    throw unavailable(started, "interrupted");
+                }
                 Object outcome = attempt(i, args, parser);
                 if (outcome instanceof Answer answer) {
                     if (preferred.getAndSet(i) != i) {

@@ -46,6 +46,8 @@ class ConfigTest {
             ConfigException e = assertThrows(ConfigException.class, () -> IdMintConfig.builder(bad).build(), bad);
             assertEquals("nodes", e.field());
         }
+        ConfigException none = assertThrows(ConfigException.class, () -> IdMintConfig.builder("redis://h", null).build());
+        assertEquals("nodes", none.field());
         assertEquals(new NodeAddress("::1", 6380, true), NodeAddress.parse("rediss://[::1]:6380"));
         assertEquals(new NodeAddress("h", 6379, false), NodeAddress.parse("redis://h"));
         IdMintConfig config = base().token("s3cret").build();

@@ -84,6 +84,8 @@ class ConformanceTest {
         private final Map<String, List<Long>> lists = new LinkedHashMap<>();
         private List<?> nodes;
         private Map<?, ?> tokens;
+        /** The run's own certificate authority, when a node serves TLS. */
+        private String caPem;
 
         Play(Conductor conductor, Map<?, ?> scenario) {
             this.conductor = conductor;
@@ -96,6 +98,7 @@ class ConformanceTest {
             try {
                 nodes = (List<?>) setup.get("nodes");
                 tokens = (Map<?, ?>) setup.get("tokens");
+                caPem = (String) setup.get("ca_pem");
                 List<?> steps = (List<?>) scenario.get("steps");
                 for (int i = 0; i < steps.size(); i++) {
                     Map<?, ?> step = (Map<?, ?>) steps.get(i);
@@ -146,6 +149,12 @@ class ConformanceTest {
             IdMintConfig.Builder b = IdMintConfig.builder(urls);
             if (step.get("token") != null) {
                 b.token((String) tokens.get(step.get("token")));
+            }
+            if (Boolean.TRUE.equals(step.get("ca"))) {
+                if (caPem == null) {
+                    throw new AssertionError("the step asks for the CA, and the conductor gave none");
+                }
+                b.caPem(caPem);
             }
             b.steps(c.containsKey("min_step") ? number(c.get("min_step")) : defaults.minStep(),
                     c.containsKey("max_step") ? number(c.get("max_step")) : defaults.maxStep());
