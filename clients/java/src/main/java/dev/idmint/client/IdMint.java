@@ -137,7 +137,7 @@ public final class IdMint implements AutoCloseable {
     /**
      * {@code n} snowflakes ({@code 1..10000}), increasing.
      *
-     * @throws RefusedException {@code n} is out of range (code {@code invalid_count})
+     * @throws RefusedException {@code n} is out of range (code {@code invalid_argument}, as the Rust crate)
      * @throws UnavailableException no node could serve within {@code maxWait}
      * @throws ClosedException the client was closed
      */

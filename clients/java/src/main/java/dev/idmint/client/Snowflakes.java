@@ -45,7 +45,7 @@ final class Snowflakes {
     long[] take(int n) {
         if (n < 1 || n > MAX) {
             throw new RefusedException("snowflakes: between 1 and " + MAX + " at once, not " + n,
-                    ErrorCode.INVALID_COUNT, "");
+                    ErrorCode.INVALID_ARGUMENT, "");
         }
         IdMintConfig config = core.config;
         long started = System.nanoTime();

@@ -321,7 +321,7 @@ class ClientTest {
             assertTrue(client.next("订单 eu/1") > 0);
             for (int n : new int[] {0, -1, 10_001}) {
                 RefusedException e = assertThrows(RefusedException.class, () -> client.snowflakes(n));
-                assertEquals(ErrorCode.INVALID_COUNT, e.code().orElseThrow());
+                assertEquals(ErrorCode.INVALID_ARGUMENT, e.code().orElseThrow());
             }
             assertEquals(10_000, client.snowflakes(10_000).length);
         }

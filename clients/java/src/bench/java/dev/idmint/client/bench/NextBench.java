@@ -13,7 +13,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.LongSupplier;
 
 /**
  * The cost of {@link IdMint#next(String)} from memory, against {@link AtomicLong#incrementAndGet()}
@@ -59,21 +58,21 @@ public final class NextBench {
         }
 
         AtomicLong counter = new AtomicLong();
-        double atomic = measure("AtomicLong.incrementAndGet", counter::incrementAndGet, iterations, ops);
+        double atomic = measure("AtomicLong.incrementAndGet", n -> atomicLoop(counter, n), iterations, ops);
 
         double next;
         IdMintConfig config = IdMintConfig.builder(node).token(token).steps(step, step)
                 .maxWait(Duration.ofSeconds(10)).build();
         try (IdMint ids = new IdMint(config)) {
             IdMint.TagIds handle = ids.tag("bench_next");
-            next = measure("IdMint.next(tag)", () -> ids.next("bench_next"), iterations, ops);
-            measure("IdMint.tag(tag).next()", handle::next, iterations, ops);
+            next = measure("IdMint.next(tag)", n -> nextLoop(ids, "bench_next", n), iterations, ops);
+            measure("IdMint.tag(tag).next()", n -> handleLoop(handle, n), iterations, ops);
             System.out.printf("  client: %s%n", ids.stats());
         }
 
         double incr;
         try (Incr round = new Incr(URI.create(node), token)) {
-            incr = measure("INCR round trip", round::incr, iterations, incrOps);
+            incr = measure("INCR round trip", n -> incrLoop(round, n), iterations, incrOps);
         }
 
         System.out.printf("%nnext() / AtomicLong:   %.2fx the cost (goal: within 3x)%n", next / atomic);
@@ -83,14 +82,20 @@ public final class NextBench {
         }
     }
 
+    /** One timed loop of {@code ops} calls; returns ns per call. */
+    @FunctionalInterface
+    private interface Loop {
+        double run(long ops);
+    }
+
     /** Runs {@code iterations} warm-up and {@code iterations} measured loops of {@code ops} calls; prints and returns the median ns per call. */
-    private static double measure(String name, LongSupplier op, int iterations, long ops) {
+    private static double measure(String name, Loop loop, int iterations, long ops) {
         for (int i = 0; i < iterations; i++) {
-            loop(op, ops);
+            loop.run(ops);
         }
         double[] results = new double[iterations];
         for (int i = 0; i < iterations; i++) {
-            results[i] = loop(op, ops);
+            results[i] = loop.run(ops);
         }
         Arrays.sort(results);
         double median = results[iterations / 2];
@@ -99,12 +104,47 @@ public final class NextBench {
         return median;
     }
 
-    private static double loop(LongSupplier op, long ops) {
+    // One loop method per operation, as JMH compiles one per benchmark: each call site in a
+    // loop sees one receiver type, so the JIT inlines it, and no operation pays for a call
+    // site made megamorphic by the others.
+
+    private static double atomicLoop(AtomicLong counter, long ops) {
         long acc = 0;
         long start = System.nanoTime();
         for (long i = 0; i < ops; i++) {
-            acc ^= op.getAsLong();
+            acc ^= counter.incrementAndGet();
         }
+        return done(start, acc, ops);
+    }
+
+    private static double nextLoop(IdMint ids, String tag, long ops) {
+        long acc = 0;
+        long start = System.nanoTime();
+        for (long i = 0; i < ops; i++) {
+            acc ^= ids.next(tag);
+        }
+        return done(start, acc, ops);
+    }
+
+    private static double handleLoop(IdMint.TagIds handle, long ops) {
+        long acc = 0;
+        long start = System.nanoTime();
+        for (long i = 0; i < ops; i++) {
+            acc ^= handle.next();
+        }
+        return done(start, acc, ops);
+    }
+
+    private static double incrLoop(Incr round, long ops) {
+        long acc = 0;
+        long start = System.nanoTime();
+        for (long i = 0; i < ops; i++) {
+            acc ^= round.incr();
+        }
+        return done(start, acc, ops);
+    }
+
+    private static double done(long start, long acc, long ops) {
         long took = System.nanoTime() - start;
         sink ^= acc;
         return (double) took / ops;
