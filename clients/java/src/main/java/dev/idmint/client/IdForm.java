@@ -67,10 +67,12 @@ public final class IdForm {
         return new IdForm(radix, prefix, width);
     }
 
+    /** The digits. */
     public Radix radix() {
         return radix;
     }
 
+    /** The prefix (may be empty). */
     public String prefix() {
         return prefix;
     }
