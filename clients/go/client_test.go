@@ -85,7 +85,7 @@ func TestCloseGivesBackEveryTagsUnusedIDs(t *testing.T) {
 		t.Errorf("given back %d IDs, want at least 140", got)
 	}
 	for tag, ids := range map[string][]int64{"gb_a": few, "gb_b": many} {
-		v, err := rawCommand(n.address(), "INCR", tag)
+		v, err := n.command("INCR", tag)
 		if err != nil || v.num != ids[len(ids)-1]+1 {
 			t.Errorf("%s: INCR after close gave %s (%v), want %d", tag, v.describe(), err, ids[len(ids)-1]+1)
 		}

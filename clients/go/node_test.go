@@ -6,6 +6,7 @@ package idmint
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -29,6 +30,7 @@ type testNode struct {
 	mu    sync.Mutex
 	cmd   *exec.Cmd
 	store string
+	tls   *tls.Config // for the tests' own connections to a node serving TLS
 }
 
 // idmintBin is the binary under test: the tests fail, never skip, without it.
@@ -60,7 +62,14 @@ func sqliteStore(t testing.TB) string {
 // the test ends.
 func startNode(t testing.TB, store string, extra ...string) *testNode {
 	t.Helper()
-	n := &testNode{t: t, resp: freePort(t), http: freePort(t), store: store}
+	return startNodeTLS(t, store, nil, extra...)
+}
+
+// startNodeTLS is startNode for a node serving TLS (its flags in extra), reached with
+// tlsConfig.
+func startNodeTLS(t testing.TB, store string, tlsConfig *tls.Config, extra ...string) *testNode {
+	t.Helper()
+	n := &testNode{t: t, resp: freePort(t), http: freePort(t), store: store, tls: tlsConfig}
 	n.args = append([]string{"serve", "--store", store,
 		"--node-name", fmt.Sprintf("go%d", n.resp),
 		"--resp", fmt.Sprintf("127.0.0.1:%d", n.resp),
@@ -89,7 +98,7 @@ func (n *testNode) start() {
 	n.mu.Unlock()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if v, err := rawCommand(n.address(), "PING"); err == nil && v.kind == '+' {
+		if v, err := n.command("PING"); err == nil && v.kind == '+' {
 			return
 		}
 		select {
@@ -122,10 +131,17 @@ func (n *testNode) kill() {
 	n.cmd = nil
 }
 
-// rawCommand sends one command (after AUTH) on a connection of its own, for the tests' own
-// looks at a node.
-func rawCommand(address string, args ...string) (value, error) {
-	nc, err := net.DialTimeout("tcp", address, time.Second)
+// command sends one command (after AUTH) on a connection of its own, for the tests' own looks
+// at a node.
+func (n *testNode) command(args ...string) (value, error) {
+	var nc net.Conn
+	var err error
+	dialer := &net.Dialer{Timeout: time.Second}
+	if n.tls != nil {
+		nc, err = tls.DialWithDialer(dialer, "tcp", n.address(), n.tls)
+	} else {
+		nc, err = dialer.Dial("tcp", n.address())
+	}
 	if err != nil {
 		return value{}, err
 	}
