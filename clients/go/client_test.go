@@ -398,6 +398,13 @@ func TestTheNodesMaxCountIsLearned(t *testing.T) {
 	if s := c.Stats(); s.RangeIDs > 50*s.Ranges {
 		t.Errorf("a range above the nodes' cap: %+v", s)
 	}
+	// Snowflake batches keep within it too (the default batch is 64), even for a call that
+	// asks for more than one batch may hold.
+	fresh := newClient(t, Config{Nodes: []string{n.url()}})
+	flakes, err := fresh.Snowflakes(bg, 200)
+	if err != nil || len(flakes) != 200 || !increasing(flakes) {
+		t.Errorf("snowflakes: %d, %v", len(flakes), err)
+	}
 }
 
 func TestBadTagsAreRefusedBeforeAnythingIsSent(t *testing.T) {

@@ -201,7 +201,9 @@ func (r *replyError) isRefusal() bool {
 		return true
 	}
 	for _, start := range refusalStarts {
-		if strings.HasPrefix(r.detail, start) {
+		// Either case: the nodes write "count must be" for IDMINT.RANGE's count and "COUNT
+		// must be" for the COUNT option of IDMINT.SNOWFLAKE.
+		if len(r.detail) >= len(start) && strings.EqualFold(r.detail[:len(start)], start) {
 			return true
 		}
 	}

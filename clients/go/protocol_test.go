@@ -98,6 +98,7 @@ func TestRefusalsAreAnAllowList(t *testing.T) {
 		{"ERR tag_quota tag quota", ErrRefused},
 		{"ERR unknown tag `t`", ErrRefused},
 		{"ERR count must be between 1 and 50, got 100", ErrRefused},
+		{"ERR COUNT must be between 1 and 50, got 64", ErrRefused},
 		{"ERR syntax error", ErrRefused},
 		{"ERR unknown command 'IDMINT.X'", ErrRefused},
 		{"WRONGPASS invalid username-password pair", ErrAuth},

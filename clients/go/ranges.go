@@ -8,6 +8,7 @@ package idmint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -34,8 +35,36 @@ type lastRange struct {
 	node int
 }
 
-// countLimit finds N in the nodes' refusal "count must be between 1 and N".
-var countLimit = regexp.MustCompile(`count must be between 1 and (\d+)`)
+// countLimit finds N in the nodes' refusal "count must be between 1 and N" (IDMINT.RANGE) or
+// "COUNT must be between 1 and N" (IDMINT.SNOWFLAKE COUNT).
+var countLimit = regexp.MustCompile(`(?i)count must be between 1 and (\d+)`)
+
+// learnCountLimit reads the nodes' --max-count from their refusal of `asked` IDs: it keeps it
+// as the most any later request asks for (ranges and snowflake batches alike), and returns it.
+func (r *remoteRanges) learnCountLimit(err error, asked int64) (int64, bool) {
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != ErrRefused {
+		return 0, false
+	}
+	m := countLimit.FindStringSubmatch(e.Reply)
+	if m == nil {
+		return 0, false
+	}
+	n, perr := strconv.ParseInt(m[1], 10, 64)
+	if perr != nil || n < 1 || n >= asked {
+		return 0, false
+	}
+	r.largest.Store(n)
+	return n, true
+}
+
+// capCount is n within the largest count the nodes grant, as far as the client knows it.
+func (r *remoteRanges) capCount(n int64) int64 {
+	if largest := r.largest.Load(); n > largest {
+		return largest
+	}
+	return n
+}
 
 func newRemoteRanges(ns *nodes, maxWait time.Duration) *remoteRanges {
 	r := &remoteRanges{nodes: ns, maxWait: maxWait, last: map[string]lastRange{}}
@@ -49,9 +78,7 @@ func (r *remoteRanges) allocate(ctx context.Context, tag string, step int64) (in
 	r.mu.Lock()
 	previous, held := r.last[tag]
 	r.mu.Unlock()
-	if largest := r.largest.Load(); step > largest {
-		step = largest
-	}
+	step = r.capCount(step)
 	for {
 		args := []string{"IDMINT.RANGE", tag, strconv.FormatInt(step, 10)}
 		if held {
@@ -61,14 +88,9 @@ func (r *remoteRanges) allocate(ctx context.Context, tag string, step int64) (in
 		if err != nil {
 			// The nodes' --max-count is below the client's MaxStep: ask for less, from now
 			// on, rather than fail every refill once the rate grows.
-			if e, ok := err.(*Error); ok && e.Kind == ErrRefused {
-				if m := countLimit.FindStringSubmatch(e.Reply); m != nil {
-					if n, perr := strconv.ParseInt(m[1], 10, 64); perr == nil && n > 0 && n < step {
-						r.largest.Store(n)
-						step = n
-						continue
-					}
-				}
+			if n, ok := r.learnCountLimit(err, step); ok {
+				step = n
+				continue
 			}
 			return 0, 0, err
 		}

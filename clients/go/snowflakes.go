@@ -131,9 +131,14 @@ func (s *snowflakes) ask(ctx context.Context, c *Client, n int, out []int64, sta
 	if n-len(out) > want {
 		want = n - len(out)
 	}
+	want = int(c.ranges.capCount(int64(want)))
 	askedAt := time.Now()
 	node, reply, err := c.nodes.call(ctx, "", left, "IDMINT.SNOWFLAKE", "COUNT", strconv.Itoa(want))
 	if err != nil {
+		// The nodes grant fewer at once (--max-count): ask for that many from now on.
+		if _, learned := c.ranges.learnCountLimit(err, int64(want)); learned {
+			return out, nil
+		}
 		return nil, err
 	}
 	ids, ok := checkIDs(reply, want)

@@ -12,10 +12,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	idmint "idmint.dev/client"
@@ -31,40 +31,51 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "take: "+format+"\n", a...)
 		return code
 	}
-	flags := flag.NewFlagSet("take", flag.ContinueOnError)
-	flags.SetOutput(io.Discard) // one line of ours rather than the usage text
-	nodes := flags.String("nodes", "", "HOST:PORT[,HOST:PORT...]")
-	token := flags.String("token", "", "the nodes' token")
-	kind := flags.String("kind", "", "segment or snowflake")
-	tag := flags.String("tag", "", "the tag (segment)")
-	count := flags.Int64("count", -1, "how many IDs")
-	if err := flags.Parse(args); err != nil {
-		return fail(2, "bad command line: %v", err)
+	values := map[string]string{}
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		if !strings.HasPrefix(arg, "--") {
+			return fail(2, "bad command line: unexpected argument %q", arg)
+		}
+		name, value, inline := strings.Cut(arg[2:], "=")
+		switch name {
+		case "nodes", "token", "kind", "tag", "count":
+		default:
+			return fail(2, "bad flag --%s: not a flag of take (--nodes, --token, --kind, --tag, --count)", name)
+		}
+		if !inline {
+			if i+1 >= len(args) {
+				return fail(2, "bad flag --%s: needs a value", name)
+			}
+			i++
+			value = args[i]
+		}
+		values[name] = value
 	}
+	nodes, token, kind, tag := values["nodes"], values["token"], values["kind"], values["tag"]
+	count, err := strconv.ParseInt(values["count"], 10, 64)
 	switch {
-	case flags.NArg() > 0:
-		return fail(2, "bad command line: unexpected argument %q", flags.Arg(0))
-	case *nodes == "":
+	case nodes == "":
 		return fail(2, "bad flag --nodes: give HOST:PORT[,HOST:PORT...]")
-	case *kind != "segment" && *kind != "snowflake":
-		return fail(2, "bad flag --kind: %q, want segment or snowflake", *kind)
-	case *kind == "segment" && *tag == "":
+	case kind != "segment" && kind != "snowflake":
+		return fail(2, "bad flag --kind: %q, want segment or snowflake", kind)
+	case kind == "segment" && tag == "":
 		return fail(2, "bad flag --tag: needed for --kind segment")
-	case *count < 0:
-		return fail(2, "bad flag --count: give the number of IDs, 0 or more")
+	case err != nil || count < 0:
+		return fail(2, "bad flag --count: %q, want the number of IDs (0 or more)", values["count"])
 	}
 	var urls []string
-	for _, node := range strings.Split(*nodes, ",") {
+	for _, node := range strings.Split(nodes, ",") {
 		node = strings.TrimSpace(node)
 		if node == "" {
-			return fail(2, "bad flag --nodes: an empty address in %q", *nodes)
+			return fail(2, "bad flag --nodes: an empty address in %q", nodes)
 		}
 		if !strings.Contains(node, "://") {
 			node = "redis://" + node
 		}
 		urls = append(urls, node)
 	}
-	client, err := idmint.New(idmint.Config{Nodes: urls, Token: *token})
+	client, err := idmint.New(idmint.Config{Nodes: urls, Token: token})
 	if err != nil {
 		var config *idmint.ConfigError
 		if errors.As(err, &config) && config.Field == "Nodes" {
@@ -83,9 +94,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		line = append(idmint.Form{}.AppendEncode(line[:0], id), '\n')
 		_, _ = out.Write(line)
 	}
-	for left := *count; left > 0; {
-		if *kind == "segment" {
-			id, err := client.Next(ctx, *tag)
+	for left := count; left > 0; {
+		if kind == "segment" {
+			id, err := client.Next(ctx, tag)
 			if err != nil {
 				_ = out.Flush()
 				return fail(1, "%s", describe(err))
