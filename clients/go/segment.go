@@ -5,12 +5,13 @@ package idmint
 //
 // # The hot path
 //
-// One atomic word packs (generation, offset): generation g names the current range, held in
-// an immutable *segment that carries its generation. Taking an ID is one atomic add on the
-// word and one atomic load of the segment: if the segment is of generation g and the offset
-// is below its length, the ID is start + offset. Otherwise the caller takes the slow path,
-// under the buffer's mutex: switch to the next range if it is loaded, or make sure a fetch
-// runs and wait for it, at most MaxWait.
+// One atomic word packs (generation, offset): generation g names the current segment (a
+// range, or one of the two parts a range is published in), held in an immutable *segment
+// that carries its generation. Taking an ID is one atomic add on the word and one atomic
+// load of the segment: if the segment is of generation g and the offset is below its length,
+// the ID is start + offset. Otherwise the caller takes the slow path, under the buffer's
+// mutex: switch to the second part of the range (and start fetching the next range), or to
+// the next range if it is loaded, or make sure a fetch runs and wait for it, at most MaxWait.
 //
 // # Why no ID is handed out twice, and IDs strictly increase
 //
@@ -48,14 +49,18 @@ func pack(gen uint32, offset uint64) uint64 { return uint64(gen)<<offsetBits | o
 
 func unpack(word uint64) (uint32, uint64) { return uint32(word >> offsetBits), word & offsetMask }
 
-// segment is one range in use, never changed once published.
+// segment is one range in use, or the first part of one, never changed once published. A
+// range is published in two parts, split where the next range is to be asked for: the claim
+// that finds the first part used up takes the slow path, which starts the fetch and publishes
+// the second part. So the hot path has no prefetch test of its own, and that fetch starts
+// once per range.
 type segment struct {
 	gen      uint32
 	start    int64
 	len      uint64
-	trigger  uint64 // the offset whose claim starts the fetch of the next range
-	allocEnd int64  // the end (exclusive) of the range as allocated
-	last     bool   // the tag's last range: nothing follows it
+	allocEnd int64    // the end (exclusive) of the whole range as allocated
+	last     bool     // the tag's last range: nothing follows it
+	rest     *segment // the second part, for the first part of a range
 }
 
 // tagBuffer is one tag's IDs.
@@ -91,15 +96,14 @@ func newTagBuffer(c *Client, tag string) *tagBuffer {
 	return b
 }
 
-// tryNext is the hot path: an ID from memory, or false.
+// tryNext is the hot path: an ID from memory, or false. Small enough for the compiler to
+// inline it into Next.
 func (b *tagBuffer) tryNext() (int64, bool) {
-	gen, offset := unpack(b.state.Add(1) - 1)
+	word := b.state.Add(1) - 1
 	seg := b.cur.Load()
-	if seg.gen != gen || offset >= seg.len {
+	offset := word & offsetMask
+	if seg.gen != uint32(word>>offsetBits) || offset >= seg.len {
 		return 0, false
-	}
-	if offset == seg.trigger {
-		b.reachedPrefetchPoint(seg)
 	}
 	return seg.start + int64(offset), true
 }
@@ -108,16 +112,6 @@ func (b *tagBuffer) tryNext() (int64, bool) {
 func (b *tagBuffer) notifyLocked() {
 	close(b.changed)
 	b.changed = make(chan struct{})
-}
-
-// reachedPrefetchPoint samples the rate and starts fetching the next range; once per range.
-func (b *tagBuffer) reachedPrefetchPoint(seg *segment) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.gen == seg.gen {
-		b.rate.observe(b.consumedBefore+int64(seg.trigger), time.Now())
-	}
-	b.startFetchLocked()
 }
 
 // startFetchLocked starts a fetch unless one runs, the next range is loaded, or none can come.
@@ -154,8 +148,17 @@ func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 		if offset >= runaway {
 			b.state.CompareAndSwap(pack(gen, offset), pack(gen, exhausted))
 		}
+		if seg.rest != nil {
+			// The prefetch point: the rest of the range, and the next one asked for.
+			b.switchLocked(seg.rest)
+			b.startFetchLocked()
+			b.mu.Unlock()
+			continue
+		}
 		if b.next != nil {
-			b.switchLocked()
+			next := b.next
+			b.next = nil
+			b.switchLocked(next)
 			b.mu.Unlock()
 			continue
 		}
@@ -196,10 +199,8 @@ func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 	}
 }
 
-// switchLocked puts the loaded next range in use.
-func (b *tagBuffer) switchLocked() {
-	next := b.next
-	b.next = nil
+// switchLocked puts next in use: the next range, or the second part of the current one.
+func (b *tagBuffer) switchLocked(next *segment) {
 	b.consumedBefore += int64(b.cur.Load().len)
 	b.gen++
 	next.gen = b.gen
@@ -284,17 +285,17 @@ func (b *tagBuffer) install(first, last int64) {
 	if length > maxSegmentLen {
 		length = maxSegmentLen
 	}
-	trigger := uint64(float64(length) * b.client.config.PrefetchAt)
-	if trigger > length-1 {
-		trigger = length - 1
+	// The first part ends after the ID at the prefetch point; at most all but one ID, so
+	// that a second part always follows it.
+	split := uint64(float64(length)*b.client.config.PrefetchAt) + 1
+	if split > length {
+		split = length
 	}
-	b.next = &segment{
-		start:    first,
-		len:      length,
-		trigger:  trigger,
-		allocEnd: last + 1,
-		last:     last == maxID,
+	seg := &segment{start: first, len: split, allocEnd: last + 1, last: last == maxID}
+	if split < length {
+		seg.rest = &segment{start: first + int64(split), len: length - split, allocEnd: last + 1, last: seg.last}
 	}
+	b.next = seg
 	b.floor = last + 1
 }
 
