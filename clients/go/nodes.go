@@ -35,6 +35,7 @@ type nodes struct {
 	backoff     time.Duration
 	maxBackoff  time.Duration
 	stats       *counters
+	closed      atomic.Bool // set by close: no more requests
 }
 
 // node is one node: how to reach it, its connection, its health.
@@ -87,6 +88,9 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, ar
 	deadline := started.Add(maxWait)
 	pause := 10 * time.Millisecond
 	for {
+		if ns.closed.Load() {
+			return 0, value{}, ErrClosed
+		}
 		var last error
 		var lastRefusal *Error
 		allRefused := true
@@ -190,6 +194,10 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 		nd.answered()
 		return v, nil
 	}
+	if ctx.Err() != nil {
+		// The caller gave up: not the node's failure.
+		return value{}, &attemptError{failed: &nodeFailure{node: nd.address, what: "was left", err: ctx.Err()}}
+	}
 	var reply *replyError
 	if errors.As(err, &reply) {
 		if reply.isRefusal() {
@@ -224,6 +232,7 @@ func (ns *nodes) failed(i int, failure *nodeFailure, broken *conn) *attemptError
 
 // close drops every connection; later requests fail.
 func (ns *nodes) close() {
+	ns.closed.Store(true)
 	for _, nd := range ns.list {
 		nd.mu.Lock()
 		nd.closed = true
