@@ -76,7 +76,12 @@ impl Error {
     /// branches on rather than the message (`tag_quota`, `too_many_tags`, `store_unavailable`).
     pub fn code(&self) -> Option<ErrorCode> {
         match self {
-            Error::Unavailable { source, .. } | Error::Refused { source } => Some(source.code()),
+            Error::Unavailable { source, .. } => Some(source.code()),
+            // The node's own code where it gave one (`permuted`, `unauthorized`), not the kind
+            // the client's machinery passed the refusal on as.
+            Error::Refused { source } => {
+                Some(crate::nodes::node_code(source).unwrap_or(source.code()))
+            }
             Error::TagExhausted { .. } => Some(ErrorCode::TagExhausted),
             _ => None,
         }

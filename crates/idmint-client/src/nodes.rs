@@ -243,6 +243,44 @@ impl Nodes {
     }
 }
 
+/// The `N` of a node's "count must be between 1 and N" refusal (its `--max-count`), whatever
+/// the case of "count".
+pub(crate) fn count_limit(error: &CoreError) -> Option<u64> {
+    let CoreError::StoreInvalid { message, .. } = error else {
+        return None;
+    };
+    const LIMIT: &str = "count must be between 1 and ";
+    let lower = message.to_ascii_lowercase();
+    let after = &message[lower.find(LIMIT)? + LIMIT.len()..];
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
+/// The code of the node's answer behind `error`, read from the Redis error it carries: the
+/// code after `-ERR` (`permuted`, `tag_quota`...), and `unauthorized` or `forbidden` for Redis'
+/// own `WRONGPASS`/`NOAUTH` and `NOPERM`. The segment buffer and the retry loop pass a node's
+/// refusal on as a core error of their own kind; this is what the caller branches on.
+pub(crate) fn node_code(error: &CoreError) -> Option<ErrorCode> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = source {
+        // A core error keeps its driver's error in a shared `Cause`.
+        let driver = match cause.downcast_ref::<idmint_core::error::Cause>() {
+            Some(shared) => shared.get(),
+            None => cause,
+        };
+        if let Some(redis) = driver.downcast_ref::<RedisError>() {
+            return match redis.code()? {
+                "WRONGPASS" | "NOAUTH" => Some(ErrorCode::Unauthorized),
+                "NOPERM" => Some(ErrorCode::Forbidden),
+                "ERR" => redis.detail()?.split(' ').next()?.parse().ok(),
+                _ => None,
+            };
+        }
+        source = cause.source();
+    }
+    None
+}
+
 /// Whether an error reply is one no retry changes (see the module documentation): one whose
 /// code after `-ERR` is a refusal ([`refused_code`]), or one of Redis' own wordings.
 fn is_refusal(code: &str, detail: &str) -> bool {
@@ -263,7 +301,16 @@ fn is_refusal(code: &str, detail: &str) -> bool {
     ];
     match code {
         "WRONGPASS" | "NOAUTH" | "NOPERM" => true,
-        "ERR" => refused_code(detail).is_some() || REFUSALS.iter().any(|r| detail.starts_with(r)),
+        // Case aside: nodes word a count limit "count must be" (IDMINT.RANGE) or "COUNT must
+        // be" (IDMINT.SNOWFLAKE, IDMINT.NEXT).
+        "ERR" => {
+            refused_code(detail).is_some()
+                || REFUSALS.iter().any(|r| {
+                    detail
+                        .get(..r.len())
+                        .is_some_and(|start| start.eq_ignore_ascii_case(r))
+                })
+        }
         _ => false,
     }
 }
@@ -447,5 +494,67 @@ mod tests {
             Some(ErrorCode::PeriodUnavailable)
         );
         assert_eq!(refused_code("store_corrupt store corrupt"), None);
+        // Nodes word a count limit in either case, by command.
+        assert!(is_refusal("ERR", "COUNT must be between 1 and 50, got 64"));
+        assert!(is_refusal("ERR", "count must be between 1 and 50"));
+    }
+
+    #[test]
+    fn a_count_limit_is_read_in_either_case() {
+        for message in [
+            "n1 refused: ERR COUNT must be between 1 and 50, got 64",
+            "n1 refused: ERR count must be between 1 and 50",
+        ] {
+            assert_eq!(count_limit(&CoreError::store_invalid(message)), Some(50));
+        }
+        assert_eq!(
+            count_limit(&CoreError::store_invalid("count must be between 1 and 0")),
+            None
+        );
+        assert_eq!(
+            count_limit(&CoreError::store_unavailable(
+                "count must be between 1 and 5"
+            )),
+            None
+        );
+    }
+
+    #[test]
+    fn the_node_s_code_is_read_through_the_core_error() {
+        // An error reply as the Redis client reads it off the wire.
+        let reply = |code: &str, detail: &str| {
+            let wire = format!("-{code} {detail}\r\n");
+            match redis::parse_redis_value(wire.as_bytes()) {
+                Ok(redis::Value::ServerError(error)) => RedisError::from(error),
+                other => panic!("{wire:?} read as {other:?}"),
+            }
+        };
+        for (code, detail, expected) in [
+            (
+                "WRONGPASS",
+                "invalid username-password pair",
+                Some(ErrorCode::Unauthorized),
+            ),
+            (
+                "NOAUTH",
+                "Authentication required.",
+                Some(ErrorCode::Unauthorized),
+            ),
+            (
+                "NOPERM",
+                "this token may not use tag `x`",
+                Some(ErrorCode::Forbidden),
+            ),
+            (
+                "ERR",
+                "permuted this namespace hands out its IDs permuted",
+                Some(ErrorCode::Permuted),
+            ),
+            ("ERR", "syntax error", None),
+        ] {
+            let error = refusal("n1", code, detail, reply(code, detail));
+            assert_eq!(node_code(&error), expected, "{code} {detail}");
+        }
+        assert_eq!(node_code(&CoreError::store_invalid("no cause")), None);
     }
 }

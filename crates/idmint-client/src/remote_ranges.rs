@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use idmint_core::{Error as CoreError, RangeSource, Tag};
 
-use crate::nodes::Nodes;
+use crate::nodes::{count_limit, Nodes};
 
 /// Ranges from the nodes, per tag.
 pub(crate) struct RemoteRanges {
@@ -26,16 +26,6 @@ pub(crate) struct RemoteRanges {
     last: Mutex<HashMap<Tag, (u64, usize)>>,
     /// The largest range the nodes grant (their `--max-count`), once one refused more.
     largest: AtomicU64,
-}
-
-/// The `N` of a node's "count must be between 1 and N" refusal.
-fn largest_count(error: &CoreError) -> Option<u64> {
-    let CoreError::StoreInvalid { message, .. } = error else {
-        return None;
-    };
-    let after = message.split("count must be between 1 and ").nth(1)?;
-    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok().filter(|&n| n > 0)
 }
 
 impl std::fmt::Debug for RemoteRanges {
@@ -74,7 +64,7 @@ impl RangeSource for RemoteRanges {
                 Ok(answer) => break answer,
                 // The nodes' `--max-count` is below the client's `max_step`: ask for less, from
                 // now on, rather than fail every refill once the rate grows.
-                Err(error) => match largest_count(&error).filter(|&n| n < step) {
+                Err(error) => match count_limit(&error).filter(|&n| n < step) {
                     Some(largest) => {
                         self.largest.store(largest, Ordering::Relaxed);
                         step = largest;

@@ -14,13 +14,14 @@
 //! plain IDs), and hands permuted batches out as they come.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::nodes::Nodes;
+use crate::nodes::{count_limit, Nodes};
 
 /// The most snowflakes one call may ask for: the nodes' default `--max-count`.
 pub(crate) const MAX_SNOWFLAKES: usize = 10_000;
@@ -31,6 +32,8 @@ pub(crate) struct Snowflakes {
     max_age: Duration,
     max_wait: Duration,
     held: Mutex<Held>,
+    /// The largest batch the nodes grant (their `--max-count`), once one refused more.
+    largest: AtomicU64,
     /// One request for a batch at a time: callers that find the batch empty wait for it.
     asking: tokio::sync::Mutex<()>,
 }
@@ -76,6 +79,7 @@ impl Snowflakes {
             max_age,
             max_wait,
             held: Mutex::new(Held::default()),
+            largest: AtomicU64::new(u64::MAX),
             asking: tokio::sync::Mutex::new(()),
         }
     }
@@ -110,14 +114,23 @@ impl Snowflakes {
                     .map_err(|e| Error::from_core(e, started.elapsed()))?;
                 self.held().permuted = Some(permuted);
             }
-            let want = self.batch_size.max((n - out.len()) as u64);
+            let largest = self.largest.load(Ordering::Relaxed);
+            let want = self.batch_size.max((n - out.len()) as u64).min(largest);
             let mut cmd = redis::cmd("IDMINT.SNOWFLAKE");
             cmd.arg("COUNT").arg(want);
             let asked_at = Instant::now();
-            let (_, ids) = nodes
-                .call::<Vec<u64>>(&cmd, left)
-                .await
-                .map_err(|e| Error::from_core(e, started.elapsed()))?;
+            let ids = match nodes.call::<Vec<u64>>(&cmd, left).await {
+                Ok((_, ids)) => ids,
+                // The nodes' `--max-count` is below the batch: ask for that many from now on,
+                // as ranges do, rather than fail every call.
+                Err(error) => match count_limit(&error).filter(|&limit| limit < want) {
+                    Some(limit) => {
+                        self.largest.store(limit, Ordering::Relaxed);
+                        continue;
+                    }
+                    None => return Err(Error::from_core(error, started.elapsed())),
+                },
+            };
             nodes.stats.snowflake_batch();
             let before = out.len();
             {

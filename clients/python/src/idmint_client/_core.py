@@ -22,6 +22,7 @@ from ._errors import (
     DatedTag,
     IdmintError,
     PeriodUnavailable,
+    Permuted,
     TagExhausted,
     TooManyTags,
 )
@@ -327,7 +328,7 @@ def classify(error: BaseException) -> Tuple[str, Optional[BaseException]]:
         if refused == "period_unavailable":
             return FATAL, PeriodUnavailable(text)
         if refused == "permuted":
-            return FATAL, IdmintError(
+            return FATAL, Permuted(
                 "the nodes hand out their IDs permuted (serve --permutation-key-file): this "
                 "client keeps segment IDs as runs of consecutive IDs, which permuted IDs are not; "
                 f"take segment IDs from the nodes themselves (IDMINT.NEXT tag COUNT n): {text}"

@@ -106,6 +106,12 @@ class PeriodUnavailable(IdmintError):
     the next period begins; every node answers the same, so it is not retried elsewhere."""
 
 
+class Permuted(IdmintError):
+    """The nodes hand out their IDs permuted (`serve --permutation-key-file`): this client
+    keeps segment IDs as runs of consecutive IDs, which permuted IDs are not. Take segment IDs
+    from the nodes themselves (`IDMINT.NEXT tag COUNT n`); snowflakes are still served."""
+
+
 class TooManyTags(IdmintError):
     """The node serves as many tags as it may (`--max-tags`); creating one more was refused."""
 

@@ -404,23 +404,6 @@ fn the_python_client_knows_every_error_code() {
     );
 }
 
-/// The Python package's own tests (`clients/python/tests`, plain unittest) against this
-/// build's `idmint`: sync and asyncio clients, failover, give-back, snowflake order and age.
-#[test]
-fn the_python_package_passes_its_own_tests() {
-    let output = Command::new(&libraries().python)
-        .args(["-m", "unittest", "discover", "-s"])
-        .arg(repo().join("clients/python/tests"))
-        .env("IDMINT_BIN", env!("CARGO_BIN_EXE_idmint"))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{text}");
-    let ran = text.lines().find(|l| l.starts_with("Ran ")).unwrap_or("?");
-    eprintln!("clients/python/tests: {ran}");
-    assert!(!ran.starts_with("Ran 0"), "{text}");
-}
-
 /// A node with TLS and a token: the Rust client trusts the operator's CA and mints.
 #[test]
 fn the_rust_client_reaches_a_node_over_tls() {
