@@ -256,13 +256,16 @@ func TestAWrongOrMissingTokenIsAnAuthError(t *testing.T) {
 	n := startNode(t, sqliteStore(t))
 	wrong := newClient(t, Config{Nodes: []string{n.url()}, Token: "wrong", MaxWait: 2 * time.Second})
 	started := time.Now()
-	if _, err := wrong.Next(bg, "auth"); !errors.Is(err, ErrAuth) {
-		t.Errorf("wrong token: %v, want ErrAuth", err)
+	_, err := wrong.Next(bg, "auth")
+	var refused *Error
+	if !errors.Is(err, ErrAuth) || !errors.As(err, &refused) || refused.Code != "unauthorized" {
+		t.Errorf("wrong token: %v, want ErrAuth with the code unauthorized", err)
 	}
 	if time.Since(started) > time.Second {
 		t.Errorf("a refused token waited out MaxWait")
 	}
-	none, err := New(Config{Nodes: []string{n.url()}, MaxWait: 2 * time.Second})
+	var none *Client
+	none, err = New(Config{Nodes: []string{n.url()}, MaxWait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

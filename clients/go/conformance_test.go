@@ -35,6 +35,7 @@ type step struct {
 	Name     string             `json:"name"`
 	Nodes    []int              `json:"nodes"`
 	Token    string             `json:"token"`
+	CA       bool               `json:"ca"`
 	Config   map[string]float64 `json:"config"`
 	Client   string             `json:"client"`
 	Kind     string             `json:"kind"`
@@ -68,6 +69,7 @@ type step struct {
 type setup struct {
 	Nodes  []string          `json:"nodes"`
 	Tokens map[string]string `json:"tokens"`
+	CAPEM  string            `json:"ca_pem"` // the CA of the run's TLS nodes
 }
 
 // conductor talks to the conductor's HTTP API.
@@ -193,6 +195,12 @@ func playStep(cond conductor, nodes setup, clients map[string]*Client, lists map
 				return fmt.Errorf("no token %q", s.Token)
 			}
 			config.Token = token
+		}
+		if s.CA {
+			if nodes.CAPEM == "" {
+				return fmt.Errorf("the step trusts the run's CA, and the setup has none")
+			}
+			config.CAPEM = []byte(nodes.CAPEM)
 		}
 		c, err := New(config)
 		if err != nil {

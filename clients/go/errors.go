@@ -216,6 +216,13 @@ func refusal(node, tag string, r *replyError) *Error {
 	switch {
 	case r.isAuth():
 		e.Kind = ErrAuth
+		// As the Rust client reads Redis' own codes: the HTTP API's words for the same.
+		switch r.code {
+		case "WRONGPASS", "NOAUTH":
+			e.Code = "unauthorized"
+		case "NOPERM":
+			e.Code = "forbidden"
+		}
 		e.message = fmt.Sprintf("%s refused the token: %s", node, r.Error())
 	case e.Code == "tag_exhausted":
 		e.Kind = ErrTagExhausted
