@@ -135,9 +135,8 @@ func (c *conn) do(ctx context.Context, args ...string) (value, error) {
 	}
 	c.out = appendCommand(c.out[:0], args...)
 	c.pending = append(c.pending, waiter)
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = c.nc.SetWriteDeadline(deadline)
-	}
+	deadline, _ := ctx.Deadline() // none: the zero time, no deadline
+	_ = c.nc.SetWriteDeadline(deadline)
 	if _, err := c.nc.Write(c.out); err != nil {
 		c.failLocked(err)
 		c.mu.Unlock()

@@ -36,6 +36,20 @@ type nodes struct {
 	maxBackoff  time.Duration
 	stats       *counters
 	closed      atomic.Bool // set by close: no more requests
+	// lastFailure is the last failure of any node, for an ErrUnavailable whose own wait saw
+	// none end (a fetch still waiting for a node when the caller's MaxWait ran out).
+	lastFailure atomic.Value // of failureBox
+}
+
+// failureBox holds a failure in lastFailure (an atomic.Value keeps one concrete type).
+type failureBox struct{ err error }
+
+// lastFailureOr is the last failure of a node, or fallback when none failed yet.
+func (ns *nodes) lastFailureOr(fallback error) error {
+	if box, ok := ns.lastFailure.Load().(failureBox); ok {
+		return box.err
+	}
+	return fallback
 }
 
 // node is one node: how to reach it, its connection, its health.
@@ -224,6 +238,7 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 // if any) dropped.
 func (ns *nodes) failed(i int, failure *nodeFailure, broken *conn) *attemptError {
 	nd := ns.list[i]
+	ns.lastFailure.Store(failureBox{err: failure})
 	if nd.fail(ns.backoff, ns.maxBackoff, broken) {
 		ns.stats.nodeFailed(i)
 	}

@@ -183,7 +183,7 @@ func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 		left := b.client.config.MaxWait - now.Sub(started)
 		if left <= 0 {
 			if lastError == nil {
-				lastError = errNoRangeInTime
+				lastError = b.client.nodes.lastFailureOr(errNoRangeInTime)
 			}
 			return 0, unavailable(b.tag, time.Since(started), lastError)
 		}
