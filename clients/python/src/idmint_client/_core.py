@@ -47,11 +47,11 @@ class Settings:
 
     nodes: List[str]
     token: Optional[str] = None
-    target_lifetime: float = 3.0
+    target_lifetime: float = 10.0
     min_step: int = 100
     max_step: int = 10_000
     refill_at: float = 0.3
-    max_wait: float = 5.0
+    max_wait: float = 3.0
     socket_timeout: float = 1.0
     connect_timeout: float = 1.0
     backoff: float = 1.0

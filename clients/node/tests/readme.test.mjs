@@ -1,0 +1,87 @@
+// The README's examples run as written: the quick start (and the tag handle after it) against
+// a real node, loading the package by its name; the IdForm example with its stated results.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import { Node, cleanup, freePort, scratch } from "./support.mjs";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const readme = readFileSync(join(root, "README.md"), "utf8");
+
+/** The ```js blocks of the README, in order. */
+const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+
+let dir;
+let node;
+before(async () => {
+  dir = scratch("readme");
+  // A node without tokens, as the quick start has it, on a free port the example is pointed at.
+  node = new Node(`sqlite://${dir}/ids.db`, "readme");
+  node.resp = await freePort();
+  node.http = await freePort();
+  await startWithoutToken(node);
+});
+after(async () => {
+  await node?.kill();
+  cleanup(dir);
+});
+
+function run(source) {
+  const consumer = mkdtempSync(join(tmpdir(), "idmint-node-readme-"));
+  try {
+    mkdirSync(join(consumer, "node_modules"));
+    symlinkSync(root, join(consumer, "node_modules", "idmint-client"));
+    writeFileSync(join(consumer, "example.mjs"), source);
+    return execFileSync(process.execPath, ["example.mjs"], { cwd: consumer, timeout: 30_000 }).toString();
+  } finally {
+    rmSync(consumer, { recursive: true, force: true });
+  }
+}
+
+test("the quick start runs against a node", () => {
+  const [quick, handle] = blocks;
+  const here = (source) => source.replaceAll("redis://127.0.0.1:6380", node.url);
+  assert.ok(quick.includes("redis://127.0.0.1:6380"));
+  assert.match(run(here(quick)), /^\d+n \d+n 100 \{/);
+  // The tag handle, with the client of the quick start (before it closes).
+  const withHandle = quick.replace("await ids.close();", `${handle}\nconsole.log("handle", id);\nawait ids.close();`);
+  assert.match(run(here(withHandle)), /handle \d+n/);
+});
+
+test("the IdForm example gives what its comments say", () => {
+  const form = blocks[2];
+  const results = [...form.matchAll(/^(form\.\w+\(.*\));\s*\/\/ (.*)$/gm)];
+  assert.equal(results.length, 2);
+  const source = `${form}\n${results.map(([, call]) => `console.log(JSON.stringify(String(${call})));`).join("\n")}`;
+  const printed = run(source).trim().split("\n").map((l) => JSON.parse(l));
+  assert.deepEqual(printed, results.map(([, , said]) => said.replace(/^"|"$/g, "").replace(/n$/, "")));
+});
+
+/** Starts `node` without --admin-token (the quick start gives no token). */
+async function startWithoutToken(n) {
+  const { spawn } = await import("node:child_process");
+  const { idmintBinary } = await import("./support.mjs");
+  const Redis = (await import("ioredis")).default;
+  n.process = spawn(idmintBinary(), ["serve", "--store", n.store, "--node-name", n.name, "--resp", `127.0.0.1:${n.resp}`, "--http", `127.0.0.1:${n.http}`], { stdio: "ignore" });
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const check = new Redis({ port: n.resp, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    check.on("error", () => {});
+    try {
+      await check.connect();
+      await check.ping();
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error("the README's node did not start");
+      await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      check.disconnect();
+    }
+  }
+}
