@@ -1,0 +1,3 @@
+module idmint.dev/client
+
+go 1.19
