@@ -445,14 +445,20 @@ fn a_faked_clock_is_in_force_on_every_connection_once_set() {
     let offset_s: i64 = 27 * 3_600;
     runtime().block_on(async {
         let mut open = PgConnection::connect(&server.url).await.unwrap();
-        // Early in a second, the open backend and the postmaster (forking another) read the
-        // file; the write follows in the same second (tried again on a machine too slow for
-        // that).
+        // The open backend reads the file early in a second, just before the write: it read
+        // it last by the end of the second of the first query, so two seconds on its cache
+        // has run out and it reads the file again (the longest it then keeps the old offset).
+        // The postmaster does the same when its cache is as old, forking another. Tried again
+        // on a machine too slow to do it within the second.
         let mut tries = 0;
         let mut forked = loop {
             tries += 1;
-            tokio::time::sleep(Duration::from_millis(1_000 - unix_ms() % 1_000 + 20)).await;
-            let second = unix_ms() / 1_000;
+            server_clock_ms(&mut open).await;
+            let second = unix_ms() / 1_000 + 2;
+            tokio::time::sleep(Duration::from_millis(
+                (second * 1_000 + 20).saturating_sub(unix_ms()),
+            ))
+            .await;
             server_clock_ms(&mut open).await;
             let mut forked = PgConnection::connect(&server.url).await.unwrap();
             server_clock_ms(&mut forked).await;
