@@ -322,11 +322,14 @@ async fn the_day_turns_over_by_the_store_s_clock_with_two_nodes_racing_it() {
         DatedForm::Text,
     )
     .unwrap();
-    // A midnight (UTC+5) at least 3 hours from the real clock; the store's clock is put 9 s
-    // before it (the offset takes 1.5 s to apply, the nodes about a second to start).
-    let midnight = dating.period_at(now_ms() + 3 * 3_600_000).unwrap().ends_ms;
-    let ahead_s = (midnight - 9_000 - now_ms()) / 1_000;
+    // The store's clock is put 9 s before a midnight (UTC+5) at least 27 hours after the real
+    // clock (the offset takes up to 2 s to apply, the nodes a moment to start): its day and the
+    // next are never the real day, at any hour, so an ID dated by any clock but the store's
+    // shows. (It was 3 hours: the faked day was the real one except from 16:00 to 19:00 UTC,
+    // and a range dated by the real clock passed unseen the rest of the day.)
     let pg = FaketimeServer::start();
+    let midnight = dating.period_at(now_ms() + 27 * 3_600_000).unwrap().ends_ms;
+    let ahead_s = (midnight - 9_000 - now_ms()) / 1_000;
     pg.clock(&format!("+{ahead_s}s"));
     let ns = namespace("daily");
     let flags = ["--namespace", ns.as_str()];
@@ -345,6 +348,13 @@ async fn the_day_turns_over_by_the_store_s_clock_with_two_nodes_racing_it() {
     assert_eq!(status, 201, "{answer}");
     let store_now = now_ms() + ahead_s * 1_000;
     let today = dating.period_at(store_now).unwrap();
+    let tomorrow = dating.period_at(today.ends_ms).unwrap().key;
+    let real_days = [now_ms(), now_ms() + 3_600_000].map(|ms| dating.period_at(ms).unwrap().key);
+    assert!(
+        !real_days.contains(&today.key) && !real_days.contains(&tomorrow),
+        "the store's days {} and {tomorrow} are the real clock's {real_days:?}",
+        today.key
+    );
     assert!(
         today.ends_ms > store_now && today.ends_ms - store_now < 9_000,
         "the store's midnight is {} ms away",
@@ -365,7 +375,6 @@ async fn the_day_turns_over_by_the_store_s_clock_with_two_nodes_racing_it() {
     for client in clients {
         runs.push(client.await.unwrap());
     }
-    let tomorrow = dating.period_at(today.ends_ms).unwrap().key;
     let mut seen = HashSet::new();
     let mut tomorrow_counters = Vec::new();
     for run in &runs {

@@ -328,15 +328,59 @@ impl FaketimeServer {
         }
     }
 
-    /// Sets the server's clock `offset` from the real one (`+0`, `-3s`); it reads it within 1 s.
+    /// Sets the server's clock `offset` from the real one (`+0`, `-3s`, `+97200s`) and returns
+    /// once every process of the server runs on it: the backends of connections already open
+    /// and those of connections opened later (a new one is checked before returning).
     pub(crate) fn clock(&self, offset: &str) {
+        let offset_ms = offset_ms(offset);
         // Written beside and renamed over it: libfaketime reads the file in every process of
         // the server, and one that read it between a truncation and the write would run on the
         // real clock (an empty file is no offset) for up to a second.
         let next = format!("{}.next", self.offset);
         std::fs::write(&next, format!("{offset}\n")).unwrap();
         std::fs::rename(&next, &self.offset).unwrap();
-        std::thread::sleep(Duration::from_millis(1_500));
+        // libfaketime (FAKETIME_CACHE_DURATION=1) keeps the offset a process read until the
+        // real clock's whole second is more than 1 past the whole second it read it in, and a
+        // backend forked from the postmaster starts with the postmaster's reading. A process
+        // that read the file in the second of the write, before it, runs on the old offset up
+        // to the start of the second after next: up to 2 s, not 1. (A fixed 1.5 s wait let
+        // nodes that connected in the rest of that window read the old clock: the dated test's
+        // first range was dated by the real day, not the faked one.) Every process reads the
+        // new offset at its first look at the clock from that second on.
+        let written_s = unix_ms() / 1_000;
+        let everywhere_ms = (written_s + 2) * 1_000 + 50;
+        std::thread::sleep(Duration::from_millis(
+            everywhere_ms.saturating_sub(unix_ms()),
+        ));
+        let url = self.url.clone();
+        let (before, store_ms, after) = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut db = PgConnection::connect(&url).await.unwrap();
+                let before = unix_ms();
+                let store_ms: i64 = sqlx::query_scalar(
+                    "SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT",
+                )
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+                (before, store_ms, unix_ms())
+            })
+        })
+        .join()
+        .unwrap();
+        let (low, high) = (
+            before as i64 + offset_ms - 250,
+            after as i64 + offset_ms + 250,
+        );
+        assert!(
+            (low..=high).contains(&store_ms),
+            "the server's clock reads {store_ms} ms on a new connection, not {offset} from \
+             this machine's ({before} to {after} ms)"
+        );
     }
 
     /// Kills the postmaster with SIGKILL (its backends follow), then starts the server again.
@@ -380,6 +424,83 @@ impl Drop for FaketimeServer {
         }
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The server's clock by `db`'s backend, in ms since the Unix epoch.
+async fn server_clock_ms(db: &mut PgConnection) -> i64 {
+    sqlx::query_scalar("SELECT (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT")
+        .fetch_one(db)
+        .await
+        .unwrap()
+}
+
+/// When [`FaketimeServer::clock`] returns, the offset is in force on a connection that was open
+/// and on one opened after, even when the server's processes read the offset file in the
+/// second of the write, just before it: the case where a backend runs on the old offset for
+/// the longest (a fixed wait of 1.5 s missed it, and a node connecting then dated a range by
+/// the real clock). The offset is more than a day, so a reading on the old one is far off.
+#[test]
+fn a_faked_clock_is_in_force_on_every_connection_once_set() {
+    let server = FaketimeServer::start();
+    let offset_s: i64 = 27 * 3_600;
+    runtime().block_on(async {
+        let mut open = PgConnection::connect(&server.url).await.unwrap();
+        // The open backend reads the file early in a second, just before the write: it read
+        // it last by the end of the second of the first query, so two seconds on its cache
+        // has run out and it reads the file again (the longest it then keeps the old offset).
+        // The postmaster does the same when its cache is as old, forking another. Tried again
+        // on a machine too slow to do it within the second.
+        let mut tries = 0;
+        let mut forked = loop {
+            tries += 1;
+            server_clock_ms(&mut open).await;
+            let second = unix_ms() / 1_000 + 2;
+            tokio::time::sleep(Duration::from_millis(
+                (second * 1_000 + 20).saturating_sub(unix_ms()),
+            ))
+            .await;
+            server_clock_ms(&mut open).await;
+            let mut forked = PgConnection::connect(&server.url).await.unwrap();
+            server_clock_ms(&mut forked).await;
+            if unix_ms() / 1_000 == second || tries == 5 {
+                break forked;
+            }
+        };
+        server.clock(&format!("+{offset_s}s"));
+        let mut new = PgConnection::connect(&server.url).await.unwrap();
+        for (name, db) in [
+            ("open", &mut open),
+            ("forked", &mut forked),
+            ("new", &mut new),
+        ] {
+            let before = unix_ms() as i64;
+            let store_ms = server_clock_ms(db).await;
+            let ahead_ms = store_ms - before;
+            assert!(
+                (offset_s * 1_000 - 250..offset_s * 1_000 + 1_000).contains(&ahead_ms),
+                "the {name} connection's clock is {ahead_ms} ms ahead, not {offset_s} s"
+            );
+        }
+    });
+}
+
+/// Milliseconds since the Unix epoch by this machine's clock (the real one).
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A libfaketime offset as [`FaketimeServer::clock`] writes it (`+0`, `-3s`, `+97200s`), in
+/// milliseconds.
+fn offset_ms(offset: &str) -> i64 {
+    let seconds: i64 = offset
+        .strip_suffix('s')
+        .unwrap_or(offset)
+        .parse()
+        .unwrap_or_else(|_| panic!("`{offset}` is not an offset in seconds"));
+    seconds * 1_000
 }
 
 /// Draws IDs with `SELECT <ns>_next_id()` (each its own committed transaction) on `sessions`
@@ -445,9 +566,10 @@ fn a_database_clock_stepping_back_or_a_crash_reissues_nothing() {
     let (before, errors) = draw(&server.url, ns, 2, Duration::from_secs(1));
     assert!(errors.is_empty(), "{errors:?}");
     rounds.push(before);
-    // Back 3 s: past the 1 s lead the calls wait, then fail plainly, until the clock is past
-    // the IDs issued; then they go on.
-    server.clock("-3s");
+    // Back 5 s: past the 1 s lead the calls wait, then fail plainly, until the clock is past
+    // the IDs issued; then they go on. (`clock` returns up to about 2 s after the step, when
+    // the clock is still 3 s behind those IDs.)
+    server.clock("-5s");
     let (during, errors) = draw(&server.url, ns, 2, Duration::from_secs(5));
     assert!(!errors.is_empty(), "no call waited for the clock");
     println!(
@@ -461,8 +583,8 @@ fn a_database_clock_stepping_back_or_a_crash_reissues_nothing() {
         "calls did not go on once the clock was past: {late}"
     );
     rounds.push(during);
-    // Back another 3 s, then the server crashes and comes back with its clock still behind.
-    server.clock("-6s");
+    // Back another 5 s, then the server crashes and comes back with its clock still behind.
+    server.clock("-10s");
     server.crash_and_restart();
     let (after, _) = draw(&server.url, ns, 2, Duration::from_secs(5));
     rounds.push(after);

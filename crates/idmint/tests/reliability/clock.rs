@@ -23,7 +23,9 @@ const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 const LIBFAKETIME: &str = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
 
 /// A libfaketime offset file: what it holds is added to the wall clock of the processes
-/// started with [`FakeClock::env`], re-read at most once a second.
+/// started with [`FakeClock::env`], read again within 2 s (libfaketime's cache of 1 s is
+/// judged by whole seconds: a process that read it just after a second began keeps it until
+/// the second after next).
 struct FakeClock {
     file: PathBuf,
 }
@@ -125,7 +127,7 @@ pub fn step_back_while_running(store: &str) {
     let length = crate::phase(Duration::from_secs(3));
     std::thread::sleep(length);
     fake.set("-10s");
-    // libfaketime re-reads the file within a second; the clock ticker publishes within 1 ms.
+    // libfaketime reads the file again within 2 s; the clock ticker publishes within 1 ms.
     let divergence = runtime.block_on(async {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
