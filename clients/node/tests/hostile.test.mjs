@@ -139,6 +139,30 @@ test("a long reply in small chunks is read in time linear in its length", () => 
   assert.ok(took < 1_500, `${took} ms`);
 });
 
+test("a request that times out does not fail the others in flight on its connection", async () => {
+  // The node answers every request late, in order, from 1,100 ms after the first: the first
+  // request times out (callTimeoutMs 1,000), the second, sent 600 ms in, gets its answer in
+  // time, and the range the node gave it is the one the client hands out (closing the
+  // connection at the first timeout threw that range away and asked again).
+  let next = 1;
+  let firstAt;
+  const { server, url } = await fakeNode((command, socket) => {
+    if (command[0] !== "IDMINT.RANGE") return socket.write("-ERR unknown command\r\n");
+    const first = next;
+    next += 10;
+    firstAt ??= performance.now();
+    const reply = `*2\r\n:${first}\r\n:${first + 9}\r\n`;
+    setTimeout(() => socket.write(reply), Math.max(0, firstAt + 1_100 - performance.now()));
+  });
+  const client = new IdMint({ nodes: [url], callTimeoutMs: 1_000, maxWaitMs: 3_000, backoffMs: 10_000, minStep: 10, maxStep: 10 });
+  const a = client.next("a").catch((e) => e);
+  await new Promise((resolve) => setTimeout(resolve, 600));
+  assert.equal(await client.next("b"), 11n);
+  await a;
+  await client.close();
+  server.closeAll();
+});
+
 test("no rejection went unhandled and nothing was thrown past the client", () => {
   assert.deepEqual(stray, []);
 });
