@@ -80,6 +80,13 @@ export class ReplyReader {
 
   /** Adds a chunk read from the socket. */
   push(chunk: Buffer): void {
+    if (this.start >= this.filled) {
+      // Nothing unread (the usual case: replies come whole): read the chunk where it is.
+      this.buffer = chunk;
+      this.start = this.scanned = 0;
+      this.filled = chunk.length;
+      return;
+    }
     if (this.filled + chunk.length > this.buffer.length) {
       const unread = this.filled - this.start;
       const needed = unread + chunk.length;
@@ -145,7 +152,7 @@ export class ReplyReader {
         case 0x2d: // '-'
           break;
         case 0x3a: // ':'
-          readInteger(buffer, at + 1, end);
+          checkInteger(buffer, at + 1, end);
           break;
         case 0x24: {
           // '$'
@@ -257,35 +264,42 @@ function parseAt(buffer: Buffer, start: number, depth: number): { value: Reply; 
   }
 }
 
-/** RESP2's integers are signed 64-bit: every ID idmint sends fits (IDs are at most 63 bits). */
-const I64_MIN = -(1n << 63n);
-const I64_MAX = (1n << 63n) - 1n;
-
 /**
  * The integer of `buffer[from..to)`, exact: up to 15 digits through a `number` (exact below
- * 2^53), longer ones through `BigInt` of the digits. Outside the signed 64-bit range it is a
- * {@link ProtocolError}: no node sends one, and one read as an ID would not be an ID.
+ * 2^53), longer ones through `BigInt` of the digits. Outside the signed 64-bit range of RESP2's integers it is a
+ * {@link ProtocolError}: every ID idmint issues fits in 63 bits, and one past 64 bits read as
+ * an ID would not be an ID.
  */
 export function readInteger(buffer: Buffer, from: number, to: number): bigint {
-  let at = from;
-  const negative = buffer[at] === 0x2d;
-  if (negative) {
-    at++;
+  return integerOf(buffer, from, to, checkInteger(buffer, from, to));
+}
+
+/** The integer of `buffer[from..to)`, of `digits` digits, already checked. */
+function integerOf(buffer: Buffer, from: number, to: number, digits: number): bigint {
+  if (digits <= 15) {
+    let value = 0;
+    for (let i = to - digits; i < to; i++) {
+      value = value * 10 + ((buffer[i] ?? 48) - 48);
+    }
+    return BigInt(buffer[from] === 0x2d ? -value : value);
   }
+  return BigInt(buffer.toString("latin1", from, to));
+}
+
+/** The 19 digits of 2^63: the signed 64-bit range ends one below (one above, negative). */
+const TWO_TO_63 = Buffer.from("9223372036854775808", "latin1");
+
+/**
+ * Throws {@link ProtocolError} unless `buffer[from..to)` is a signed 64-bit integer in
+ * decimal; returns its count of digits. Builds nothing: the scan of a reply still arriving
+ * checks its integers with it.
+ */
+function checkInteger(buffer: Buffer, from: number, to: number): number {
+  const negative = buffer[from] === 0x2d;
+  const at = negative ? from + 1 : from;
   const digits = to - at;
   if (digits < 1 || digits > 19) {
     throw new ProtocolError("an integer reply without digits or past 64 bits");
-  }
-  if (digits <= 15) {
-    let value = 0;
-    for (let i = at; i < to; i++) {
-      const d = (buffer[i] ?? 0) - 48;
-      if (d < 0 || d > 9) {
-        throw new ProtocolError("an integer reply with a non-digit");
-      }
-      value = value * 10 + d;
-    }
-    return BigInt(negative ? -value : value);
   }
   for (let i = at; i < to; i++) {
     const d = (buffer[i] ?? 0) - 48;
@@ -293,11 +307,14 @@ export function readInteger(buffer: Buffer, from: number, to: number): bigint {
       throw new ProtocolError("an integer reply with a non-digit");
     }
   }
-  const value = BigInt(buffer.toString("latin1", from, to));
-  if (value < I64_MIN || value > I64_MAX) {
-    throw new ProtocolError("an integer reply past 64 bits");
+  if (digits === 19) {
+    // Past 2^63 - 1, or past -2^63: compared as text, digit by digit.
+    const order = buffer.compare(TWO_TO_63, 0, 19, at, to);
+    if (order > 0 || (order === 0 && !negative)) {
+      throw new ProtocolError("an integer reply past 64 bits");
+    }
   }
-  return value;
+  return digits;
 }
 
 /** A length (`$n`, `*n`): -1 for null, else 0 ..= MAX_REPLY_BYTES. */
