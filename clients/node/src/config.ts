@@ -99,7 +99,11 @@ export function settings(options: IdMintOptions): Settings {
   }
   const addresses = nodes.map((url: unknown) => address(url));
   const token = options.token;
-  if (token !== undefined && (typeof token !== "string" || token.trim() === "")) {
+  if (token !== undefined && typeof token !== "string") {
+    // From JavaScript, or from a variable typed `any`: say what is wrong, not "empty".
+    throw new ConfigError("token", `must be a string, not ${typeof token}`);
+  }
+  if (token !== undefined && token.trim() === "") {
     throw new ConfigError("token", "is empty; leave it out for nodes without tokens");
   }
   const caPem = options.caPem;

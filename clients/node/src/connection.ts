@@ -42,6 +42,8 @@ export class Connection {
   private readonly reader = new ReplyReader();
   private readonly pending: Pending[] = [];
   private lost: Error | undefined;
+  /** Set by {@link retire}: closes the connection once its requests are answered. */
+  private retiring: NodeJS.Timeout | undefined;
   /** Told when the connection is lost while it is being opened. */
   private onLost: ((error: Error) => void) | undefined;
 
@@ -103,9 +105,9 @@ export class Connection {
     return connection;
   }
 
-  /** Whether the connection can still carry requests. */
+  /** Whether the connection can still carry new requests. */
   get usable(): boolean {
-    return this.lost === undefined;
+    return this.lost === undefined && this.retiring === undefined;
   }
 
   /**
@@ -128,6 +130,27 @@ export class Connection {
   /** Closes the connection; requests still waiting reject. */
   close(): void {
     this.fail(new ConnectionLost("the connection was closed"));
+  }
+
+  /**
+   * Takes it out of use after one of its requests went wrong (no answer in time, an answer
+   * of the wrong shape): no new request goes over it, and it closes once the requests already
+   * on it are answered, or after `graceMs` at the latest (their callers' own bound). Closing it
+   * at once would fail every other request in flight on it, and throw away the ranges the
+   * node hands out to them: one slow answer under load would cost every caller's range.
+   */
+  retire(graceMs: number): void {
+    if (this.lost !== undefined || this.retiring !== undefined) {
+      return;
+    }
+    if (this.pending.length === 0) {
+      this.close();
+      return;
+    }
+    this.retiring = setTimeout(() => this.close(), graceMs);
+    // The requests still on it hold the process (the socket is held while they wait); the
+    // timer alone need not.
+    this.retiring.unref();
   }
 
   private received(chunk: Buffer): void {
@@ -153,6 +176,10 @@ export class Connection {
         this.socket.unref();
       }
       waiter.resolve(reply);
+      if (this.retiring !== undefined && this.pending.length === 0) {
+        this.close();
+        return;
+      }
     }
   }
 
@@ -161,6 +188,7 @@ export class Connection {
       return;
     }
     this.lost = error;
+    clearTimeout(this.retiring);
     this.socket.destroy();
     this.onLost?.(error);
     const waiting = this.pending.splice(0);

@@ -79,8 +79,10 @@ export function fullWidth(radix: Radix): number {
 
 /** At most 40 characters of `text`, for messages. */
 function shorten(text: string): string {
-  const chars = [...text];
-  return chars.length > 40 ? `${chars.slice(0, 40).join("")}…` : text;
+  // Cut before splitting into characters: the text may be anything a program was sent, and
+  // splitting a long one whole (megabytes) cost seconds and a gigabyte, for a message.
+  const chars = [...text.slice(0, 82)];
+  return chars.length > 40 || text.length > 82 ? `${chars.slice(0, 40).join("")}…` : text;
 }
 
 /** How IDs are written as text: a radix, a prefix and a width. */
@@ -200,7 +202,7 @@ function toId(id: bigint | string | number): bigint {
   } else if (typeof id === "number" && Number.isSafeInteger(id)) {
     value = BigInt(id);
   } else {
-    throw new InvalidArgumentError("id", `${String(id)} is not an ID (a bigint, a decimal string or a safe integer)`, "invalid_id");
+    throw new InvalidArgumentError("id", `${shorten(String(id))} is not an ID (a bigint, a decimal string or a safe integer)`, "invalid_id");
   }
   if (value < 0n || value > U64_MAX) {
     throw new InvalidArgumentError("id", `${value} is not a 64-bit ID`, "invalid_id");

@@ -369,7 +369,8 @@ export class Nodes {
 
   /**
    * Marks node `i` failed: it is avoided for a while, and `connection` (the one the attempt
-   * used, when it is to blame) is closed so the next attempt opens a new one.
+   * used, when it is to blame) is retired so the next attempt opens a new one (as the Rust
+   * client drops its handle: the other requests in flight on it still get their answers).
    */
   private failed(i: number, error: NodeFailedError, connection: Connection | undefined): NodeFailedError {
     this.lastFailure = error;
@@ -385,7 +386,7 @@ export class Nodes {
       }
       this.stats.nodeFailed(node.address.label);
       if (connection !== undefined) {
-        connection.close();
+        connection.retire(this.settings.callTimeoutMs);
         if (node.connection === connection) {
           node.connection = undefined;
         }

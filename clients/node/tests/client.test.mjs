@@ -219,6 +219,7 @@ test("bad settings and arguments are refused, naming them", async () => {
       setting,
     );
   }
+  assert.throws(() => new IdMint({ nodes: urls(), token: 42 }), /token: must be a string, not number/);
   const client = new IdMint({ nodes: urls(), token: TOKEN });
   for (const tag of ["", " padded", "new\nline", "x".repeat(129), 42]) {
     await assert.rejects(client.next(tag), (e) => e instanceof InvalidArgumentError && e.nodeCode === "invalid_tag");

@@ -52,6 +52,17 @@ test("bad text is refused with a reason", () => {
   assert.equal(form.encode("175928847299117063"), form.encode(175928847299117063n));
 });
 
+test("a huge text (an ID from a request, say) is refused at once, its message short", () => {
+  const form = new IdForm("base62");
+  const huge = "x".repeat(50_000_000);
+  for (const refuse of [() => form.decode(huge), () => form.encode(huge)]) {
+    const started = performance.now();
+    assert.throws(refuse, (e) => e instanceof InvalidArgumentError && e.message.length < 200);
+    // Splitting the whole text into characters for the message took seconds and a gigabyte.
+    assert.ok(performance.now() - started < 1_000, `${performance.now() - started} ms`);
+  }
+});
+
 let dir;
 let node;
 before(async () => {

@@ -79,3 +79,20 @@ void use;
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("nothing installed or built is committed", (t) => {
+  // ./test links node_modules to a cache folder of this machine: committed, that link
+  // dangles in every other checkout (and `.gitignore`'s `node_modules/` matches only folders).
+  let tracked;
+  try {
+    tracked = execFileSync("git", ["ls-files", "--", "."], { cwd: root, stdio: ["ignore", "pipe", "ignore"] }).toString();
+  } catch {
+    t.skip("not a git checkout");
+    return;
+  }
+  const built = tracked.split("\n").filter((path) => /^(node_modules|dist)(\/|$)/.test(path));
+  assert.deepEqual(built, []);
+  for (const path of ["node_modules", "dist"]) {
+    execFileSync("git", ["check-ignore", "--no-index", "-q", path], { cwd: root });
+  }
+});

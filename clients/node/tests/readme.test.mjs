@@ -16,6 +16,12 @@ const readme = readFileSync(join(root, "README.md"), "utf8");
 
 /** The ```js blocks of the README, in order. */
 const blocks = [...readme.matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+/** The block that holds `text`. */
+const block = (text) => {
+  const found = blocks.filter((b) => b.includes(text));
+  assert.equal(found.length, 1, `one README block with ${text}`);
+  return found[0];
+};
 
 let dir;
 let node;
@@ -32,20 +38,21 @@ after(async () => {
   cleanup(dir);
 });
 
-function run(source) {
+function run(source, file = "example.mjs") {
   const consumer = mkdtempSync(join(tmpdir(), "idmint-node-readme-"));
   try {
     mkdirSync(join(consumer, "node_modules"));
     symlinkSync(root, join(consumer, "node_modules", "idmint-client"));
-    writeFileSync(join(consumer, "example.mjs"), source);
-    return execFileSync(process.execPath, ["example.mjs"], { cwd: consumer, timeout: 30_000 }).toString();
+    writeFileSync(join(consumer, file), source);
+    return execFileSync(process.execPath, [file], { cwd: consumer, timeout: 30_000 }).toString();
   } finally {
     rmSync(consumer, { recursive: true, force: true });
   }
 }
 
 test("the quick start runs against a node", () => {
-  const [quick, handle] = blocks;
+  const quick = block('import { IdMint } from "idmint-client";');
+  const handle = block("tryNext()");
   const here = (source) => source.replaceAll("redis://127.0.0.1:6380", node.url);
   assert.ok(quick.includes("redis://127.0.0.1:6380"));
   assert.match(run(here(quick)), /^\d+n \d+n 100 \{/);
@@ -54,8 +61,14 @@ test("the quick start runs against a node", () => {
   assert.match(run(here(withHandle)), /handle \d+n/);
 });
 
+test("the CommonJS quick start runs as written, in a .cjs file", () => {
+  const cjs = block('require("idmint-client")');
+  assert.ok(cjs.includes("redis://127.0.0.1:6380"));
+  assert.match(run(cjs.replaceAll("redis://127.0.0.1:6380", node.url), "example.cjs"), /^\d+\n$/);
+});
+
 test("the IdForm example gives what its comments say", () => {
-  const form = blocks[2];
+  const form = block("new IdForm(");
   const results = [...form.matchAll(/^(form\.\w+\(.*\));\s*\/\/ (.*)$/gm)];
   assert.equal(results.length, 2);
   const source = `${form}\n${results.map(([, call]) => `console.log(JSON.stringify(String(${call})));`).join("\n")}`;
