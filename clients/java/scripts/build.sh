@@ -59,11 +59,20 @@ compile_into() {
     touch "$out/.done"
 }
 
+# Marks the build folder $1 as in use and removes the builds of other sources (one per change
+# of the sources, each a folder named by its hash) left unused for a day: the cache stays
+# small, and a build another checkout is using now is left alone.
+keep_only_recent() {
+    touch "$1"
+    find "$JAVA_CACHE" -maxdepth 1 -name "$2" ! -path "$1" -mtime +0 -exec rm -rf {} + 2>/dev/null || true
+}
+
 # The library's jar, the examples (take) and the benchmark: sets LIB_JAR and TOOLS_CLASSES.
 build_lib() {
     need_jdk
     local dir="$JAVA_CACHE/java-$(sources_hash src/main src/examples src/bench scripts)"
     mkdir -p "$dir"
+    keep_only_recent "$dir" 'java-[0-9a-f]*'
     compile_into "$dir/classes" src/main/java ""
     LIB_JAR="$dir/idmint-client-$VERSION.jar"
     if [ ! -f "$LIB_JAR" ]; then
@@ -88,6 +97,7 @@ build_tests() {
     need_junit
     local dir="$JAVA_CACHE/java-test-$(sources_hash src scripts)"
     mkdir -p "$dir"
+    keep_only_recent "$dir" 'java-test-*'
     compile_into "$dir/classes" src/test/java "$LIB_JAR:$JUNIT_JAR"
     TEST_CLASSES="$dir/classes"
 }
