@@ -33,6 +33,8 @@ final class NodeConnection {
     private final SSLSocketFactory tls;
     private final ReentrantLock lock = new ReentrantLock();
     private Socket socket;
+    /** Under {@link #in}: ends each read at the call's deadline. */
+    private DeadlineInput timed;
     private InputStream in;
     private OutputStream out;
     private int generation;
@@ -78,8 +80,15 @@ final class NodeConnection {
                 }
                 out.write(Resp.encode(args));
                 out.flush();
-                socket.setSoTimeout(remainingMillis(deadline));
-                return new Reply(Resp.read(in), generation);
+                timed.deadline = deadline;
+                return new Reply(Resp.read(in, Resp.replyBound(args)), generation);
+            } catch (SocketTimeoutException e) {
+                drop();
+                // One wording whichever step ran out (connect, handshake, AUTH, a read).
+                SocketTimeoutException timeout = new SocketTimeoutException("no answer within the call timeout ("
+                        + Durations.show(java.time.Duration.ofNanos(timeoutNanos)) + ")");
+                timeout.initCause(e);
+                throw timeout;
             } catch (IOException | RuntimeException e) {
                 drop();
                 throw e;
@@ -144,7 +153,9 @@ final class NodeConnection {
                 s = secure;
             }
             socket = s;
-            in = new BufferedInputStream(s.getInputStream(), 8192);
+            timed = new DeadlineInput(s);
+            timed.deadline = deadline;
+            in = new BufferedInputStream(timed, 8192);
             out = s.getOutputStream();
             generation++;
         } catch (IOException | RuntimeException e) {
@@ -154,7 +165,6 @@ final class NodeConnection {
         if (token != null) {
             out.write(Resp.encode(List.of("AUTH", token)));
             out.flush();
-            socket.setSoTimeout(remainingMillis(deadline));
             Object reply = Resp.read(in);
             if (reply instanceof Resp.Error error) {
                 drop();
@@ -177,6 +187,35 @@ final class NodeConnection {
         }
     }
 
+    /**
+     * The socket's input, each read bounded by what is left until {@code deadline}: a socket's
+     * read timeout alone bounds each read, so a node sending one byte at a time, each within
+     * it, would hold a request (and the connection) for as long as it liked.
+     */
+    private static final class DeadlineInput extends InputStream {
+        private final Socket socket;
+        private final InputStream in;
+        /** {@link System#nanoTime()} at which the current request's time is up. */
+        long deadline;
+
+        DeadlineInput(Socket socket) throws IOException {
+            this.socket = socket;
+            this.in = socket.getInputStream();
+        }
+
+        @Override
+        public int read() throws IOException {
+            socket.setSoTimeout(remainingMillis(deadline));
+            return in.read();
+        }
+
+        @Override
+        public int read(byte[] buffer, int off, int len) throws IOException {
+            socket.setSoTimeout(remainingMillis(deadline));
+            return in.read(buffer, off, len);
+        }
+    }
+
     private static int remainingMillis(long deadline) throws SocketTimeoutException {
         long left = deadline - System.nanoTime();
         if (left <= 0) {
@@ -188,6 +227,7 @@ final class NodeConnection {
     private void drop() {
         Socket s = socket;
         socket = null;
+        timed = null;
         in = null;
         out = null;
         if (s != null) {

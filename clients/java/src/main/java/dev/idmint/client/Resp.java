@@ -30,6 +30,10 @@ final class Resp {
     static final int MAX_DEPTH = 8;
     /** The longest line (a simple string, an error, a length). */
     static final int MAX_LINE = 64 * 1024;
+    /** The most bytes of one reply to a command other than a snowflake batch (far above any). */
+    static final long MAX_REPLY = 256 * 1024;
+    /** The most bytes one snowflake of a batch takes on the wire ({@code :} 20 digits CRLF). */
+    static final long SNOWFLAKE_BYTES = 23;
 
     private static final BigInteger U64_MAX = BigInteger.ONE.shiftLeft(64).subtract(BigInteger.ONE);
 
@@ -79,28 +83,66 @@ final class Resp {
         out.write('\n');
     }
 
-    /** Reads one reply. */
-    static Object read(InputStream in) throws IOException {
-        return read(in, 0);
+    /**
+     * The most bytes a reply to {@code args} may take: a snowflake batch of {@code n} IDs needs
+     * about {@code 23 n}; every other reply of the protocol is short. A reply past it is refused
+     * as it is read, so a node cannot make the client hold a flood of small items (each costs
+     * far more memory than its bytes on the wire) before the reply's shape is checked.
+     */
+    static long replyBound(List<?> args) {
+        if (args.size() == 3 && "IDMINT.SNOWFLAKE".equals(args.get(0)) && args.get(2) instanceof Long n && n > 0) {
+            return Math.max(MAX_REPLY, 64 + SNOWFLAKE_BYTES * Math.min(n, Integer.MAX_VALUE));
+        }
+        return MAX_REPLY;
     }
 
-    private static Object read(InputStream in, int depth) throws IOException {
+    /** The bytes a reply has left to take. */
+    private static final class Budget {
+        private final long bound;
+        private long left;
+
+        Budget(long bound) {
+            this.bound = bound;
+            this.left = bound;
+        }
+
+        void spend(long n) throws ProtocolException {
+            left -= n;
+            if (left < 0) {
+                throw new ProtocolException("a reply longer than " + bound + " bytes");
+            }
+        }
+    }
+
+    /** Reads one reply of at most {@link #MAX_REPLY} bytes. */
+    static Object read(InputStream in) throws IOException {
+        return read(in, MAX_REPLY);
+    }
+
+    /** Reads one reply of at most {@code maxBytes} bytes. */
+    static Object read(InputStream in, long maxBytes) throws IOException {
+        return read(in, 0, new Budget(maxBytes));
+    }
+
+    private static Object read(InputStream in, int depth, Budget budget) throws IOException {
         int kind = in.read();
         if (kind < 0) {
             throw new java.io.EOFException("the node closed the connection");
         }
+        budget.spend(1);
         switch (kind) {
             case '+':
-                return line(in);
+                return line(in, budget);
             case '-':
-                return Error.of(line(in));
+                return Error.of(line(in, budget));
             case ':':
-                return integer(line(in));
+                return integer(line(in, budget));
             case '$': {
-                long n = length(line(in), MAX_BULK);
+                long n = length(line(in, budget), MAX_BULK);
                 if (n < 0) {
                     return null;
                 }
+                budget.spend(n + 2);
                 byte[] bytes = in.readNBytes((int) n);
                 if (bytes.length != n) {
                     throw new java.io.EOFException("the node closed the connection inside a reply");
@@ -109,7 +151,7 @@ final class Resp {
                 return bytes;
             }
             case '*': {
-                long n = length(line(in), MAX_ARRAY);
+                long n = length(line(in, budget), MAX_ARRAY);
                 if (n < 0) {
                     return null;
                 }
@@ -118,7 +160,7 @@ final class Resp {
                 }
                 List<Object> items = new ArrayList<>((int) Math.min(n, 1024));
                 for (long i = 0; i < n; i++) {
-                    items.add(read(in, depth + 1));
+                    items.add(read(in, depth + 1, budget));
                 }
                 return Collections.unmodifiableList(items);
             }
@@ -162,13 +204,14 @@ final class Resp {
         }
     }
 
-    private static String line(InputStream in) throws IOException {
+    private static String line(InputStream in, Budget budget) throws IOException {
         ByteArrayOutputStream line = new ByteArrayOutputStream(32);
         while (true) {
             int b = in.read();
             if (b < 0) {
                 throw new java.io.EOFException("the node closed the connection inside a reply");
             }
+            budget.spend(1);
             if (b == '\r') {
                 if (in.read() != '\n') {
                     throw new ProtocolException("a CR not followed by LF");

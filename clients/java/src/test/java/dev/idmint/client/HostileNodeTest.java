@@ -1,0 +1,143 @@
+package dev.idmint.client;
+
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+/**
+ * Nodes that answer in ways no real node does, to hold the client to its bounds: a reply that
+ * never ends, a reply far larger than its command needs, a handshake never answered. A scripted
+ * RESP server on loopback stands in for them: each connection is served on its own thread by a
+ * handler that reads commands and writes what it likes.
+ */
+class HostileNodeTest {
+    /** Serves one connection: reads commands from {@code in}, writes anything to {@code out}. */
+    @FunctionalInterface
+    interface Handler {
+        void serve(InputStream in, OutputStream out) throws IOException, InterruptedException;
+    }
+
+    /** A loopback server running {@code handler} on each connection, until closed. */
+    static final class Hostile implements AutoCloseable {
+        final ServerSocket server;
+
+        Hostile(Handler handler) throws IOException {
+            server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            Thread accept = new Thread(() -> {
+                while (!server.isClosed()) {
+                    try {
+                        Socket s = server.accept();
+                        Thread conn = new Thread(() -> {
+                            try (s) {
+                                handler.serve(new BufferedInputStream(s.getInputStream()), s.getOutputStream());
+                            } catch (IOException | InterruptedException | RuntimeException e) {
+                                // The client hung up.
+                            }
+                        });
+                        conn.setDaemon(true);
+                        conn.start();
+                    } catch (IOException e) {
+                        // The server closed.
+                    }
+                }
+            });
+            accept.setDaemon(true);
+            accept.start();
+        }
+
+        String url() {
+            return "redis://127.0.0.1:" + server.getLocalPort();
+        }
+
+        @Override
+        public void close() throws IOException {
+            server.close();
+        }
+    }
+
+    static String name(Object command) {
+        return new String((byte[]) ((List<?>) command).get(0), StandardCharsets.UTF_8).toUpperCase();
+    }
+
+    static void write(OutputStream out, String text) throws IOException {
+        out.write(text.getBytes(StandardCharsets.UTF_8));
+        out.flush();
+    }
+
+    static IdMintConfig.Builder config(Hostile node) {
+        return IdMintConfig.builder(node.url()).steps(10, 10).maxWait(Duration.ofMillis(800))
+                .callTimeout(Duration.ofMillis(300)).backoff(Duration.ofMillis(50), Duration.ofMillis(100));
+    }
+
+    /** Fails unless {@code run} ends within {@code bound} (stopped waiting for there, not hung). */
+    static void within(Duration bound, Executable run) {
+        assertTimeoutPreemptively(bound, run);
+    }
+
+    @Test
+    void aReplyDribbledByteByByteIsCutAtTheCallTimeout() throws Exception {
+        // Each byte well within the socket's read timeout, the reply never complete.
+        Handler dribble = (in, out) -> {
+            Resp.read(in);
+            write(out, "$200\r\n");
+            while (true) {
+                Thread.sleep(100);
+                write(out, "x");
+            }
+        };
+        try (Hostile node = new Hostile(dribble); IdMint client = new IdMint(config(node).build())) {
+            // A snowflake is asked for on the caller's thread: its call must end on time.
+            within(Duration.ofSeconds(2), () -> {
+                UnavailableException e = assertThrows(UnavailableException.class, client::snowflake);
+                assertTrue(e.getMessage().contains("no answer within the call timeout"), e.getMessage());
+            });
+            within(Duration.ofSeconds(2), () -> assertThrows(UnavailableException.class, () -> client.next("t")));
+            within(Duration.ofSeconds(2), client::close);
+        }
+    }
+
+    @Test
+    void aReplyFarLargerThanItsCommandNeedsIsRefusedBeforeItIsRead() throws Exception {
+        // 100,000 bulk strings (1.4 MB) for a range, which is two integers: read whole, they
+        // would be held in memory before the shape is checked.
+        String huge = "*100000\r\n" + "$8\r\nxxxxxxxx\r\n".repeat(100_000);
+        Handler flood = (in, out) -> {
+            while (true) {
+                Resp.read(in);
+                write(out, huge);
+            }
+        };
+        try (Hostile node = new Hostile(flood); IdMint client = new IdMint(config(node).build())) {
+            UnavailableException e = assertThrows(UnavailableException.class, () -> client.next("t"));
+            assertTrue(e.getMessage().contains("longer than"), e.getMessage());
+        }
+    }
+
+    @Test
+    void aNodeThatNeverAnswersAuthIsUnavailableWithinMaxWait() throws Exception {
+        Handler silent = (in, out) -> {
+            while (true) {
+                Resp.read(in);
+            }
+        };
+        try (Hostile node = new Hostile(silent);
+                IdMint client = new IdMint(config(node).token("t0ken").build())) {
+            within(Duration.ofSeconds(2), () -> assertThrows(UnavailableException.class, () -> client.next("t")));
+            within(Duration.ofSeconds(2), () -> assertThrows(UnavailableException.class, client::snowflake));
+        }
+    }
+}
