@@ -8,11 +8,14 @@ final class Core {
     final IdMintConfig config;
     final Nodes nodes;
     final Ranges ranges;
-    /** Background fetches and the slow paths of the asynchronous calls. */
+    /** Background fetches (one per tag at most) and the give-backs at close. */
     final ExecutorService executor;
+    /** The slow paths of the asynchronous calls: a few threads, however many calls wait. */
+    final ExecutorService asyncExecutor;
     private volatile boolean closed;
 
-    Core(IdMintConfig config, Nodes nodes, ExecutorService executor) {
+    Core(IdMintConfig config, Nodes nodes, ExecutorService executor, ExecutorService asyncExecutor) {
+        this.asyncExecutor = asyncExecutor;
         this.config = config;
         this.nodes = nodes;
         this.ranges = new Ranges(nodes, config.maxWait());
@@ -32,11 +35,15 @@ final class Core {
      * {@code maxWait}: a range kept here would outlive its period, so none is
      * ({@code IDMINT.NEXT tag FORMAT INTEGER}, one round trip each).
      */
-    long datedNext(String tag) {
+    long datedNext(String tag, long startedNanos) {
         if (closed) {
             throw new ClosedException();
         }
-        Nodes.Answer answer = nodes.call(List.of("IDMINT.NEXT", tag, "FORMAT", "INTEGER"), config.maxWait(),
+        long left = config.maxWait().toNanos() - (System.nanoTime() - startedNanos);
+        if (left <= 0) {
+            throw Nodes.unavailable(startedNanos, "no ID of dated tag `" + tag + "` in time");
+        }
+        Nodes.Answer answer = nodes.call(List.of("IDMINT.NEXT", tag, "FORMAT", "INTEGER"), java.time.Duration.ofNanos(left),
                 this::isClosed, reply -> {
                     if (!Ranges.isInteger(reply)) {
                         throw new Resp.ProtocolException("expected an ID");

@@ -18,7 +18,8 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.Supplier;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.function.LongFunction;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLSocketFactory;
 import javax.net.ssl.TrustManagerFactory;
@@ -75,7 +76,7 @@ public final class IdMint implements AutoCloseable {
         Objects.requireNonNull(config, "config");
         SSLSocketFactory tls = tlsFactory(config);
         Nodes nodes = new Nodes(config, tls);
-        this.core = new Core(config, nodes, executor());
+        this.core = new Core(config, nodes, executor(), asyncExecutor());
         this.snowflakes = new Snowflakes(core);
     }
 
@@ -115,7 +116,11 @@ public final class IdMint implements AutoCloseable {
                 return CompletableFuture.completedFuture(id);
             }
         }
-        return async(() -> next(tag));
+        return async(started -> {
+            TagBuffer b = buffer(tag);
+            long id = b.tryNext();
+            return id != 0 ? id : b.nextSlow(started);
+        });
     }
 
     /** A handle on one tag, for a loop that draws many IDs: no lookup by name per call. */
@@ -148,12 +153,18 @@ public final class IdMint implements AutoCloseable {
 
     /** {@link #snowflake()} on the client's threads. */
     public CompletableFuture<Long> snowflakeAsync() {
-        return async(this::snowflake);
+        return async(started -> {
+            checkOpen();
+            return snowflakes.take(1, started)[0];
+        });
     }
 
     /** {@link #snowflakes(int)} on the client's threads. */
     public CompletableFuture<long[]> snowflakesAsync(int n) {
-        return async(() -> snowflakes(n));
+        return async(started -> {
+            checkOpen();
+            return snowflakes.take(n, started);
+        });
     }
 
     /** The client's counters. */
@@ -205,6 +216,7 @@ public final class IdMint implements AutoCloseable {
         }
         snowflakes.clear();
         core.executor.shutdown();
+        core.asyncExecutor.shutdown();
         core.nodes.close();
     }
 
@@ -234,12 +246,18 @@ public final class IdMint implements AutoCloseable {
         }
     }
 
-    private <T> CompletableFuture<T> async(Supplier<T> call) {
+    /**
+     * {@code call} on the asynchronous calls' threads, given when it was made: a call that
+     * waited for a thread has that much less of {@code maxWait} left, so every future completes
+     * within about {@code maxWait} however many wait.
+     */
+    private <T> CompletableFuture<T> async(LongFunction<T> call) {
         if (core.isClosed()) {
             return CompletableFuture.failedFuture(new ClosedException());
         }
+        long started = System.nanoTime();
         try {
-            return CompletableFuture.supplyAsync(call, core.executor);
+            return CompletableFuture.supplyAsync(() -> call.apply(started), core.asyncExecutor);
         } catch (RejectedExecutionException e) {
             return CompletableFuture.failedFuture(new ClosedException());
         }
@@ -254,6 +272,26 @@ public final class IdMint implements AutoCloseable {
                     thread.setDaemon(true);
                     return thread;
                 });
+        return pool;
+    }
+
+    /** The threads the asynchronous calls wait on. */
+    static final int ASYNC_THREADS = 16;
+
+    /**
+     * Daemon threads for the asynchronous calls' slow paths: at most {@link #ASYNC_THREADS},
+     * the other calls queued (a thread each would make thousands of threads while a node is
+     * down and calls keep coming), ended when idle.
+     */
+    private static ExecutorService asyncExecutor() {
+        AtomicInteger count = new AtomicInteger();
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(ASYNC_THREADS, ASYNC_THREADS, 30, TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(), runnable -> {
+                    Thread thread = new Thread(runnable, "idmint-client-async-" + count.incrementAndGet());
+                    thread.setDaemon(true);
+                    return thread;
+                });
+        pool.allowCoreThreadTimeOut(true);
         return pool;
     }
 

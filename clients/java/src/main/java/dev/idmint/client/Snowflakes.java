@@ -43,12 +43,16 @@ final class Snowflakes {
 
     /** {@code n} snowflakes ({@code 1..MAX}), increasing, none from a batch kept past the bound. */
     long[] take(int n) {
+        return take(n, System.nanoTime());
+    }
+
+    /** {@link #take(int)} for a call made at {@code started} ({@link System#nanoTime()}): its {@code maxWait} counts from then. */
+    long[] take(int n, long started) {
         if (n < 1 || n > MAX) {
             throw new RefusedException("snowflakes: between 1 and " + MAX + " at once, not " + n,
                     ErrorCode.INVALID_ARGUMENT, "");
         }
         IdMintConfig config = core.config;
-        long started = System.nanoTime();
         long maxWait = config.maxWait().toNanos();
         long[] out = new long[n];
         int got = takeFresh(out, 0);

@@ -75,10 +75,15 @@ final class TagBuffer {
     }
 
     long nextSlow() {
+        return nextSlow(System.nanoTime());
+    }
+
+    /** {@link #nextSlow()} for a call made at {@code startedNanos} ({@link System#nanoTime()}): its {@code maxWait} counts from then. */
+    long nextSlow(long startedNanos) {
         if (dated) {
-            return core.datedNext(tag);
+            return core.datedNext(tag, startedNanos);
         }
-        long waitStarted = 0;
+        long waitStarted = startedNanos;
         long waitingOn = -1;
         lock.lock();
         try {
@@ -109,9 +114,6 @@ final class TagBuffer {
                 }
                 waitingOn = fetchSeq;
                 long now = System.nanoTime();
-                if (waitStarted == 0) {
-                    waitStarted = now;
-                }
                 long left = waitStarted + core.config.maxWait().toNanos() - now;
                 if (left <= 0) {
                     Object cause = lastError != null ? lastError : core.nodes.lastFailure();
@@ -128,7 +130,7 @@ final class TagBuffer {
         } finally {
             lock.unlock();
         }
-        return core.datedNext(tag);
+        return core.datedNext(tag, startedNanos);
     }
 
     /** The claim of the trigger offset happened: sample the rate and fetch the next range. */

@@ -1,5 +1,6 @@
 package dev.idmint.client;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -138,6 +139,73 @@ class HostileNodeTest {
                 IdMint client = new IdMint(config(node).token("t0ken").build())) {
             within(Duration.ofSeconds(2), () -> assertThrows(UnavailableException.class, () -> client.next("t")));
             within(Duration.ofSeconds(2), () -> assertThrows(UnavailableException.class, client::snowflake));
+        }
+    }
+
+    static List<Thread> clientThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().startsWith("idmint-client-")).toList();
+    }
+
+    @Test
+    void closeEndsWaitingCallsAndLeavesNoThreadRunning() throws Exception {
+        Handler silent = (in, out) -> {
+            while (true) {
+                Resp.read(in);
+            }
+        };
+        try (Hostile node = new Hostile(silent)) {
+            IdMint client = new IdMint(config(node).maxWait(Duration.ofSeconds(5)).build());
+            List<java.util.concurrent.CompletableFuture<Long>> waiting = new java.util.ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                waiting.add(client.nextAsync("t" + (i % 3)));
+            }
+            java.util.concurrent.CompletableFuture<Long> blocking = java.util.concurrent.CompletableFuture
+                    .supplyAsync(() -> client.next("t0"));
+            Thread.sleep(200);
+            within(Duration.ofSeconds(3), client::close);
+            within(Duration.ofSeconds(1), client::close);
+            for (java.util.concurrent.CompletableFuture<Long> f : waiting) {
+                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> f.get(2, java.util.concurrent.TimeUnit.SECONDS));
+                assertTrue(e.getCause() instanceof ClosedException, String.valueOf(e.getCause()));
+            }
+            java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> blocking.get(2, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(e.getCause() instanceof ClosedException, String.valueOf(e.getCause()));
+            assertThrows(ClosedException.class, () -> client.next("t0"));
+            assertThrows(ClosedException.class, () -> client.next("new"));
+            assertThrows(ClosedException.class, client::snowflake);
+            java.util.concurrent.ExecutionException late = assertThrows(java.util.concurrent.ExecutionException.class,
+                    () -> client.nextAsync("t0").get(1, java.util.concurrent.TimeUnit.SECONDS));
+            assertTrue(late.getCause() instanceof ClosedException, String.valueOf(late.getCause()));
+            long until = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
+            while (!clientThreads().isEmpty() && System.nanoTime() < until) {
+                Thread.sleep(50);
+            }
+            assertEquals(List.of(), clientThreads());
+        }
+    }
+
+    @Test
+    void asynchronousCallsWaitingOnANodeDoNotTakeAThreadEach() throws Exception {
+        Handler silent = (in, out) -> {
+            while (true) {
+                Resp.read(in);
+            }
+        };
+        try (Hostile node = new Hostile(silent); IdMint client = new IdMint(config(node).build())) {
+            List<java.util.concurrent.CompletableFuture<Long>> waiting = new java.util.ArrayList<>();
+            for (int i = 0; i < 500; i++) {
+                waiting.add(client.nextAsync("t"));
+            }
+            int threads = clientThreads().size();
+            for (java.util.concurrent.CompletableFuture<Long> f : waiting) {
+                java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class,
+                        () -> f.get(3, java.util.concurrent.TimeUnit.SECONDS));
+                assertTrue(e.getCause() instanceof UnavailableException, String.valueOf(e.getCause()));
+            }
+            assertTrue(threads <= 64, threads + " threads for 500 calls waiting on one tag");
         }
     }
 }
