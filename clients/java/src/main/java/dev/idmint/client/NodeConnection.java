@@ -51,22 +51,25 @@ final class NodeConnection {
     }
 
     /**
-     * Sends {@code args} and reads the reply, within {@code timeoutNanos} (waiting for the
-     * connection, connecting and authenticating included). An error reply is returned as a
+     * Sends {@code args} and reads the reply, within {@code timeoutNanos} (connecting and
+     * authenticating included), after waiting at most as long for the connection to be free. An error reply is returned as a
      * {@link Resp.Error} and keeps the connection; a failure of the connection itself (refused,
      * reset, timed out, a reply that does not parse) throws and drops it. With
      * {@code onlyGeneration >= 0}, sends only over that connection (returns null when it is gone).
      */
     Reply call(List<?> args, long timeoutNanos, int onlyGeneration) throws IOException {
-        long deadline = System.nanoTime() + timeoutNanos;
         try {
             if (!lock.tryLock(timeoutNanos, TimeUnit.NANOSECONDS)) {
-                throw new SocketTimeoutException(address + " did not answer within the call timeout (busy)");
+                throw new Busy(address + " was busy with other requests for the whole call timeout");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new java.io.InterruptedIOException("interrupted waiting for " + address);
         }
+        // The request's own time starts once it has the connection: time queued behind others
+        // (bounded above) is not the node's slowness, and counting it would fail a node that
+        // answers every request in time.
+        long deadline = System.nanoTime() + timeoutNanos;
         try {
             if (closed) {
                 throw new IOException("the connection to " + address + " is closed");
@@ -173,6 +176,18 @@ final class NodeConnection {
             if (!"OK".equals(reply)) {
                 throw new Resp.ProtocolException("AUTH answered " + Resp.show(reply));
             }
+        }
+    }
+
+    /**
+     * The connection stayed in use by other requests for the whole call timeout: no failure of
+     * the node (the request holding it fails the node if it is the node's fault).
+     */
+    static final class Busy extends SocketTimeoutException {
+        private static final long serialVersionUID = 1L;
+
+        Busy(String message) {
+            super(message);
         }
     }
 

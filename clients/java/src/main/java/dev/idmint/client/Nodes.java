@@ -208,6 +208,10 @@ final class Nodes {
             // Not about the token: a node that refuses the connection (`max number of clients`).
             failed(i);
             return node.address() + " failed: " + refused.reply.text();
+        } catch (NodeConnection.Busy e) {
+            // Requests to a node go one at a time: a queue behind an answering node is not its
+            // failure (counting it would fail over from a node that answers every request).
+            return e;
         } catch (IOException e) {
             failed(i);
             return new IOException(node.address() + " failed: " + describe(e), e);

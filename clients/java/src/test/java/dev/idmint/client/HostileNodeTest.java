@@ -208,4 +208,35 @@ class HostileNodeTest {
             assertTrue(threads <= 64, threads + " threads for 500 calls waiting on one tag");
         }
     }
+
+    @Test
+    void requestsQueuedBehindASlowButAnsweringNodeDoNotCountAsItsFailures() throws Exception {
+        // Each command answered after 150 ms, within the 300 ms call timeout; requests to a node
+        // go one at a time, so the fourth of six at once waits longer than a call timeout.
+        java.util.concurrent.atomic.AtomicLong next = new java.util.concurrent.atomic.AtomicLong(1);
+        Handler slow = (in, out) -> {
+            while (true) {
+                Object cmd = Resp.read(in);
+                Thread.sleep(150);
+                if (name(cmd).equals("IDMINT.RANGE")) {
+                    long first = next.getAndAdd(10);
+                    write(out, "*2\r\n:" + first + "\r\n:" + (first + 9) + "\r\n");
+                } else {
+                    write(out, "-ERR unknown command\r\n");
+                }
+            }
+        };
+        try (Hostile node = new Hostile(slow);
+                IdMint client = new IdMint(config(node).maxWait(Duration.ofSeconds(3)).build())) {
+            List<java.util.concurrent.CompletableFuture<Long>> calls = new java.util.ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                String tag = "t" + i;
+                calls.add(java.util.concurrent.CompletableFuture.supplyAsync(() -> client.next(tag)));
+            }
+            for (java.util.concurrent.CompletableFuture<Long> call : calls) {
+                call.get(5, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            assertEquals(0L, client.stats().nodeFailures().values().iterator().next(), client.stats().toString());
+        }
+    }
 }
