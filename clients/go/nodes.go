@@ -63,6 +63,7 @@ type node struct {
 	connecting chan struct{}
 	mu         sync.Mutex
 	conn       *conn
+	retired    []*conn       // connections taken out of use with requests still on them
 	downUntil  time.Time     // avoided until then
 	nextPause  time.Duration // the next back-off; 0 when healthy
 	closed     bool
@@ -235,7 +236,7 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 }
 
 // failed marks node i failed: avoided for a while, and `broken` (the connection that failed,
-// if any) dropped.
+// if any) retired.
 func (ns *nodes) failed(i int, failure *nodeFailure, broken *conn) *attemptError {
 	nd := ns.list[i]
 	ns.lastFailure.Store(failureBox{err: failure})
@@ -255,6 +256,10 @@ func (ns *nodes) close() {
 			nd.conn.close()
 			nd.conn = nil
 		}
+		for _, c := range nd.retired {
+			c.close()
+		}
+		nd.retired = nil
 		nd.mu.Unlock()
 	}
 }
@@ -273,13 +278,8 @@ func (nd *node) connection(ctx context.Context) (*conn, error) {
 	if closed {
 		return nil, errConnClosed
 	}
-	if c != nil {
-		c.mu.Lock()
-		broken := c.broken
-		c.mu.Unlock()
-		if broken == nil {
-			return c, nil
-		}
+	if c != nil && c.usable() {
+		return c, nil
 	}
 	deadline, _ := ctx.Deadline()
 	c, err := dial(ctx, nd.address, nd.tls, nd.token, deadline)
@@ -309,17 +309,25 @@ func (nd *node) answered() {
 	nd.mu.Unlock()
 }
 
-// fail steps the back-off up, once for requests that were in flight together, and drops the
-// connection `broken` unless another has replaced it already. It reports whether this was a
-// new failure.
+// fail steps the back-off up, once for requests that were in flight together, and retires
+// the connection `broken` (the next request opens another; those in flight on it keep
+// waiting for their replies). It reports whether this was a new failure.
 func (nd *node) fail(first, max time.Duration, broken *conn) bool {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if broken != nil {
-		broken.close()
+		broken.retire()
 		if nd.conn == broken {
 			nd.conn = nil
 		}
+		// Kept for close, which ends the requests on them too; those closed since dropped.
+		open := nd.retired[:0]
+		for _, c := range append(nd.retired, broken) {
+			if !c.isBroken() {
+				open = append(open, c)
+			}
+		}
+		nd.retired = open
 	}
 	now := time.Now()
 	if nd.downUntil.After(now) {
