@@ -129,7 +129,7 @@ func (c *Client) datedNext(ctx context.Context, tag string) (int64, error) {
 	if err := c.checkOpen(); err != nil {
 		return 0, err
 	}
-	node, reply, err := c.nodes.call(ctx, tag, c.config.MaxWait, "IDMINT.NEXT", tag, "FORMAT", "INTEGER")
+	node, reply, err := c.nodes.call(ctx, tag, c.config.MaxWait, idShape, "IDMINT.NEXT", tag, "FORMAT", "INTEGER")
 	if err != nil {
 		return 0, err
 	}

@@ -98,7 +98,7 @@ func newNodes(c *Config) (*nodes, error) {
 // call sends args to the nodes in turn until one answers, for at most maxWait (and no longer
 // than ctx allows). It returns which node answered and its reply. Its errors: a refusal as
 // the caller's *Error, ErrUnavailable naming the last failure, or ctx's error.
-func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, args ...string) (int, value, error) {
+func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, want shape, args ...string) (int, value, error) {
 	started := time.Now()
 	deadline := started.Add(maxWait)
 	pause := 10 * time.Millisecond
@@ -110,7 +110,7 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, ar
 		var lastRefusal *Error
 		allRefused := true
 		for _, i := range ns.order() {
-			v, failure := ns.try(ctx, i, args...)
+			v, failure := ns.try(ctx, i, want, args...)
 			if failure == nil {
 				if int(ns.preferred.Swap(int64(i))) != i {
 					ns.stats.failovers.Add(1)
@@ -155,8 +155,8 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, ar
 }
 
 // callOn sends args to node i only (IDMINT.GIVEBACK goes where the range came from).
-func (ns *nodes) callOn(ctx context.Context, i int, args ...string) (value, error) {
-	v, failure := ns.try(ctx, i, args...)
+func (ns *nodes) callOn(ctx context.Context, i int, want shape, args ...string) (value, error) {
+	v, failure := ns.try(ctx, i, want, args...)
 	switch {
 	case failure == nil:
 		return v, nil
@@ -192,8 +192,9 @@ func (ns *nodes) order() []int {
 	return ready
 }
 
-// try is one attempt on node i, bounded by CallTimeout (connecting included).
-func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemptError) {
+// try is one attempt on node i, bounded by CallTimeout (connecting included). A reply not of
+// the shape wanted is the node's failure.
+func (ns *nodes) try(ctx context.Context, i int, want shape, args ...string) (value, *attemptError) {
 	nd := ns.list[i]
 	attempt, cancel := context.WithTimeout(ctx, ns.callTimeout)
 	defer cancel()
@@ -204,6 +205,11 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 		if err == nil && v.kind == '-' {
 			err = parseReplyError(v.str)
 		}
+	}
+	if err == nil && want.ok != nil && !want.ok(v) {
+		// As a dropped connection: the reply says nothing of what else is on it.
+		return value{}, ns.failed(i, &nodeFailure{node: nd.address,
+			what: "answered " + args[0] + " with " + v.describe() + ", not " + want.what}, c)
 	}
 	if err == nil {
 		nd.answered()

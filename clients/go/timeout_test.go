@@ -20,9 +20,9 @@ func TestATimeoutFailsOnlyItsOwnRequest(t *testing.T) {
 	config.CallTimeout = 300 * time.Millisecond
 	c := newClient(t, config)
 	slow := make(chan error, 1)
-	go func() { _, err := c.nodes.callOn(bg, 0, "IDMINT.RANGE", "slow", "10"); slow <- err }()
+	go func() { _, err := c.nodes.callOn(bg, 0, anyShape, "IDMINT.RANGE", "slow", "10"); slow <- err }()
 	time.Sleep(200 * time.Millisecond)
-	if _, err := c.nodes.callOn(bg, 0, "IDMINT.RANGE", "fast", "10"); err != nil {
+	if _, err := c.nodes.callOn(bg, 0, anyShape, "IDMINT.RANGE", "fast", "10"); err != nil {
 		t.Errorf("a request in flight beside one that timed out: %v", err)
 	}
 	if err := <-slow; err == nil {
@@ -39,7 +39,7 @@ func TestATimeoutFailsOnlyItsOwnRequest(t *testing.T) {
 			t.Error("a retired connection left open with nobody waiting on it")
 		}
 	}
-	if _, err := c.nodes.callOn(bg, 0, "IDMINT.RANGE", "fast", "10"); err != nil {
+	if _, err := c.nodes.callOn(bg, 0, anyShape, "IDMINT.RANGE", "fast", "10"); err != nil {
 		t.Error(err)
 	}
 }
