@@ -110,7 +110,13 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, wa
 		var lastRefusal *Error
 		allRefused := true
 		for _, i := range ns.order() {
-			v, failure := ns.try(ctx, i, want, args...)
+			// No attempt outlasts the call's MaxWait: CallTimeout bounds each one, and
+			// what is left of MaxWait the last.
+			timeout := ns.callTimeout
+			if left := time.Until(deadline); left < timeout {
+				timeout = left
+			}
+			v, failure := ns.try(ctx, i, timeout, want, args...)
 			if failure == nil {
 				if int(ns.preferred.Swap(int64(i))) != i {
 					ns.stats.failovers.Add(1)
@@ -156,7 +162,7 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, wa
 
 // callOn sends args to node i only (IDMINT.GIVEBACK goes where the range came from).
 func (ns *nodes) callOn(ctx context.Context, i int, want shape, args ...string) (value, error) {
-	v, failure := ns.try(ctx, i, want, args...)
+	v, failure := ns.try(ctx, i, ns.callTimeout, want, args...)
 	switch {
 	case failure == nil:
 		return v, nil
@@ -192,11 +198,13 @@ func (ns *nodes) order() []int {
 	return ready
 }
 
-// try is one attempt on node i, bounded by CallTimeout (connecting included). A reply not of
-// the shape wanted is the node's failure.
-func (ns *nodes) try(ctx context.Context, i int, want shape, args ...string) (value, *attemptError) {
+// try is one attempt on node i, bounded by timeout (connecting included): CallTimeout, or
+// less when that is all the call has left. A reply not of the shape wanted is the node's
+// failure; no reply within CallTimeout too, but not within less (the node was not given the
+// time it is allowed).
+func (ns *nodes) try(ctx context.Context, i int, timeout time.Duration, want shape, args ...string) (value, *attemptError) {
 	nd := ns.list[i]
-	attempt, cancel := context.WithTimeout(ctx, ns.callTimeout)
+	attempt, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := nd.connection(attempt)
 	var v value
@@ -235,7 +243,11 @@ func (ns *nodes) try(ctx context.Context, i int, want shape, args ...string) (va
 	}
 	what := "failed"
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		what = "did not answer within " + ns.callTimeout.String()
+		what = "did not answer within " + timeout.String()
+		if timeout < ns.callTimeout {
+			return value{}, &attemptError{failed: &nodeFailure{node: nd.address,
+				what: what + ", what was left of the call's MaxWait"}}
+		}
 		err = nil
 	}
 	return value{}, ns.failed(i, &nodeFailure{node: nd.address, what: what, err: err}, c)
