@@ -71,8 +71,9 @@ type node struct {
 
 // attemptError is how one attempt on one node failed.
 type attemptError struct {
-	refused *replyError  // the node refused the request
-	failed  *nodeFailure // the node failed
+	refused  *replyError  // the node refused the request
+	failed   *nodeFailure // the node failed
+	cutShort bool         // failed: no answer in what was left of MaxWait, not the node's fault
 }
 
 func newNodes(c *Config) (*nodes, error) {
@@ -102,11 +103,11 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, wa
 	started := time.Now()
 	deadline := started.Add(maxWait)
 	pause := 10 * time.Millisecond
+	var last error // the last failure, over every round
 	for {
 		if ns.closed.Load() {
 			return 0, value{}, ErrClosed
 		}
-		var last error
 		var lastRefusal *Error
 		allRefused := true
 		for _, i := range ns.order() {
@@ -115,6 +116,9 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, wa
 			timeout := ns.callTimeout
 			if left := time.Until(deadline); left < timeout {
 				timeout = left
+			}
+			if timeout <= 0 {
+				break
 			}
 			v, failure := ns.try(ctx, i, timeout, want, args...)
 			if failure == nil {
@@ -128,7 +132,10 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, wa
 				last = lastRefusal
 			} else {
 				allRefused = false
-				last = failure.failed
+				// A node cut short by the end of MaxWait says less than the failure before.
+				if !failure.cutShort || last == nil {
+					last = failure.failed
+				}
 			}
 			if err := ctx.Err(); err != nil {
 				return 0, value{}, err
@@ -245,7 +252,7 @@ func (ns *nodes) try(ctx context.Context, i int, timeout time.Duration, want sha
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		what = "did not answer within " + timeout.String()
 		if timeout < ns.callTimeout {
-			return value{}, &attemptError{failed: &nodeFailure{node: nd.address,
+			return value{}, &attemptError{cutShort: true, failed: &nodeFailure{node: nd.address,
 				what: what + ", what was left of the call's MaxWait"}}
 		}
 		err = nil
