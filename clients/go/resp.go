@@ -14,13 +14,13 @@ import (
 	"strconv"
 )
 
-// Limits of a reply: the nodes' answers are small (at most 10,000 IDs), so anything much
-// larger is a broken or hostile peer, refused before memory is given to it. The limits are
+// Limits of a reply: the nodes' answers are small (at most 10,000 IDs; bulk strings only in
+// IDMINT.SPACE's few words and in refusals), so anything much larger is a broken or hostile peer, refused before memory is given to it. The limits are
 // on the whole reply, not on each array or string in it: arrays nested in arrays, each
 // within a per-array limit, would multiply it.
 const (
 	maxReplyValues = 1 << 15  // values in one reply, nested ones included
-	maxReplyBytes  = 1 << 20  // bytes of the bulk strings of one reply, together
+	maxReplyBytes  = 64 << 10 // bytes of the bulk strings of one reply, together
 	maxLineLen     = 64 << 10 // a simple string, an error, a length
 	maxNestDepth   = 4
 )
