@@ -31,9 +31,9 @@ type Client struct {
 	ranges *remoteRanges
 	flakes *snowflakes
 
-	// tags maps tag names to their buffers: read without a lock on every Next, copied and
-	// replaced (under adding) when a tag is added.
-	tags   atomic.Pointer[map[string]*tagBuffer]
+	// tags maps tag names to their buffers, read without a lock on every Next (tags.go);
+	// tags are added under adding.
+	tags   *tagTable
 	adding sync.Mutex
 
 	closed  atomic.Bool
@@ -57,9 +57,8 @@ func New(config Config) (*Client, error) {
 		ranges:  newRemoteRanges(ns, cfg.MaxWait),
 		flakes:  newSnowflakes(cfg.SnowflakeBatch, cfg.SnowflakeMaxAge),
 		closing: make(chan struct{}),
+		tags:    newTagTable(),
 	}
-	empty := map[string]*tagBuffer{}
-	c.tags.Store(&empty)
 	return c, nil
 }
 
@@ -72,7 +71,7 @@ func New(config Config) (*Client, error) {
 // round trip each. Its IDs are unique and dated by the store's clock, and increase as long as
 // the client talks to one node.
 func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
-	if b := (*c.tags.Load())[tag]; b != nil {
+	if b := (*c.tags.read.Load())[tag]; b != nil {
 		if id, ok := b.tryNext(); ok {
 			return id, nil
 		}
@@ -129,7 +128,7 @@ func (c *Client) datedNext(ctx context.Context, tag string) (int64, error) {
 	if err := c.checkOpen(); err != nil {
 		return 0, err
 	}
-	node, reply, err := c.nodes.call(ctx, tag, c.config.MaxWait, "IDMINT.NEXT", tag, "FORMAT", "INTEGER")
+	node, reply, err := c.nodes.call(ctx, tag, c.config.MaxWait, idShape, "IDMINT.NEXT", tag, "FORMAT", "INTEGER")
 	if err != nil {
 		return 0, err
 	}
@@ -173,7 +172,7 @@ func (c *Client) Close(ctx context.Context) error {
 		return nil
 	}
 	close(c.closing)
-	buffers := *c.tags.Load()
+	buffers := c.tags.all()
 	c.adding.Unlock()
 
 	// Every tag at once: a node that hangs costs one wait, not one per tag.
@@ -216,7 +215,7 @@ func (c *Client) checkOpen() error {
 
 // buffer is the buffer of tag, made on first use.
 func (c *Client) buffer(tag string) (*tagBuffer, error) {
-	if b := (*c.tags.Load())[tag]; b != nil {
+	if b := c.tags.load(tag); b != nil {
 		return b, nil
 	}
 	if err := c.checkOpen(); err != nil {
@@ -231,18 +230,7 @@ func (c *Client) buffer(tag string) (*tagBuffer, error) {
 	if err := c.checkOpen(); err != nil {
 		return nil, err
 	}
-	old := *c.tags.Load()
-	if b := old[tag]; b != nil {
-		return b, nil
-	}
-	grown := make(map[string]*tagBuffer, len(old)+1)
-	for name, b := range old {
-		grown[name] = b
-	}
-	b := newTagBuffer(c, tag)
-	grown[tag] = b
-	c.tags.Store(&grown)
-	return b, nil
+	return c.tags.loadOrAdd(tag, func() *tagBuffer { return newTagBuffer(c, tag) }), nil
 }
 
 // checkTag refuses a tag name the nodes would refuse: empty, over 128 bytes, not UTF-8, with

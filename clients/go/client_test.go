@@ -243,6 +243,9 @@ func TestUnavailableWithinMaxWaitNamesTheCause(t *testing.T) {
 		!strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("no cause: %v", err)
 	}
+	if strings.Count(err.Error(), "could serve") != 1 {
+		t.Errorf("said twice: %v", err)
+	}
 	if _, err := c.Snowflake(bg); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("snowflake: %v, want ErrUnavailable", err)
 	}

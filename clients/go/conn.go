@@ -24,6 +24,11 @@ type conn struct {
 	out     []byte
 	pending []chan result
 	broken  error // set once; every later request fails with it
+	// waiting counts the requests still waiting for their reply (not those given up on).
+	waiting int
+	// retired: no new request is sent (the node replaced the connection after one timed
+	// out); it closes once no request waits on it.
+	retired bool
 }
 
 // result is one reply, or why there is none.
@@ -121,10 +126,38 @@ func (c *conn) close() {
 	c.mu.Unlock()
 }
 
+// retire takes the connection out of use without failing the requests waiting on it: a
+// request that timed out says the node is slow, not that the replies of the others in
+// flight on the connection will not come (they come in order, after the late one). The
+// connection is closed once none waits.
+func (c *conn) retire() {
+	c.mu.Lock()
+	c.retired = true
+	if c.waiting == 0 {
+		c.failLocked(errConnClosed)
+	}
+	c.mu.Unlock()
+}
+
+// isBroken reports whether the connection is closed.
+func (c *conn) isBroken() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken != nil
+}
+
+// usable reports whether new requests may be sent on the connection.
+func (c *conn) usable() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.broken == nil && !c.retired
+}
+
 var errConnClosed = errors.New("connection closed")
 
 // do sends one command and waits for its reply until ctx ends. A request given up on leaves
-// its reply to be read and dropped; the caller drops the connection when the node timed out.
+// its reply to be read and dropped; the caller retires the connection when the node timed
+// out.
 func (c *conn) do(ctx context.Context, args ...string) (value, error) {
 	waiter := make(chan result, 1)
 	c.mu.Lock()
@@ -142,7 +175,15 @@ func (c *conn) do(ctx context.Context, args ...string) (value, error) {
 		c.mu.Unlock()
 		return value{}, err
 	}
+	c.waiting++
 	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.waiting--; c.waiting == 0 && c.retired {
+			c.failLocked(errConnClosed)
+		}
+		c.mu.Unlock()
+	}()
 	select {
 	case r := <-waiter:
 		return r.v, r.err

@@ -98,8 +98,7 @@ func (e *Error) Retryable() bool { return e.Kind == ErrUnavailable }
 // ConfigError is a Config that cannot work: which field, and why. New returns it before any
 // connection is opened; it matches ErrConfig with errors.Is.
 type ConfigError struct {
-	// Field is the field refused, as the conformance settings and the docs name it
-	// ("nodes", "max_wait", ...).
+	// Field is the Config field refused, by its Go name ("Nodes", "MaxBackoff", ...).
 	Field string
 	// Reason says what the field must be, or what is wrong with a node's address.
 	Reason string

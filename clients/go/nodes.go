@@ -63,6 +63,7 @@ type node struct {
 	connecting chan struct{}
 	mu         sync.Mutex
 	conn       *conn
+	retired    []*conn       // connections taken out of use with requests still on them
 	downUntil  time.Time     // avoided until then
 	nextPause  time.Duration // the next back-off; 0 when healthy
 	closed     bool
@@ -70,8 +71,9 @@ type node struct {
 
 // attemptError is how one attempt on one node failed.
 type attemptError struct {
-	refused *replyError  // the node refused the request
-	failed  *nodeFailure // the node failed
+	refused  *replyError  // the node refused the request
+	failed   *nodeFailure // the node failed
+	cutShort bool         // failed: no answer in what was left of MaxWait, not the node's fault
 }
 
 func newNodes(c *Config) (*nodes, error) {
@@ -97,19 +99,28 @@ func newNodes(c *Config) (*nodes, error) {
 // call sends args to the nodes in turn until one answers, for at most maxWait (and no longer
 // than ctx allows). It returns which node answered and its reply. Its errors: a refusal as
 // the caller's *Error, ErrUnavailable naming the last failure, or ctx's error.
-func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, args ...string) (int, value, error) {
+func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, want shape, args ...string) (int, value, error) {
 	started := time.Now()
 	deadline := started.Add(maxWait)
 	pause := 10 * time.Millisecond
+	var last error // the last failure, over every round
 	for {
 		if ns.closed.Load() {
 			return 0, value{}, ErrClosed
 		}
-		var last error
 		var lastRefusal *Error
 		allRefused := true
 		for _, i := range ns.order() {
-			v, failure := ns.try(ctx, i, args...)
+			// No attempt outlasts the call's MaxWait: CallTimeout bounds each one, and
+			// what is left of MaxWait the last.
+			timeout := ns.callTimeout
+			if left := time.Until(deadline); left < timeout {
+				timeout = left
+			}
+			if timeout <= 0 {
+				break
+			}
+			v, failure := ns.try(ctx, i, timeout, want, args...)
 			if failure == nil {
 				if int(ns.preferred.Swap(int64(i))) != i {
 					ns.stats.failovers.Add(1)
@@ -121,7 +132,10 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, ar
 				last = lastRefusal
 			} else {
 				allRefused = false
-				last = failure.failed
+				// A node cut short by the end of MaxWait says less than the failure before.
+				if !failure.cutShort || last == nil {
+					last = failure.failed
+				}
 			}
 			if err := ctx.Err(); err != nil {
 				return 0, value{}, err
@@ -154,8 +168,8 @@ func (ns *nodes) call(ctx context.Context, tag string, maxWait time.Duration, ar
 }
 
 // callOn sends args to node i only (IDMINT.GIVEBACK goes where the range came from).
-func (ns *nodes) callOn(ctx context.Context, i int, args ...string) (value, error) {
-	v, failure := ns.try(ctx, i, args...)
+func (ns *nodes) callOn(ctx context.Context, i int, want shape, args ...string) (value, error) {
+	v, failure := ns.try(ctx, i, ns.callTimeout, want, args...)
 	switch {
 	case failure == nil:
 		return v, nil
@@ -191,10 +205,13 @@ func (ns *nodes) order() []int {
 	return ready
 }
 
-// try is one attempt on node i, bounded by CallTimeout (connecting included).
-func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemptError) {
+// try is one attempt on node i, bounded by timeout (connecting included): CallTimeout, or
+// less when that is all the call has left. A reply not of the shape wanted is the node's
+// failure; no reply within CallTimeout too, but not within less (the node was not given the
+// time it is allowed).
+func (ns *nodes) try(ctx context.Context, i int, timeout time.Duration, want shape, args ...string) (value, *attemptError) {
 	nd := ns.list[i]
-	attempt, cancel := context.WithTimeout(ctx, ns.callTimeout)
+	attempt, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	c, err := nd.connection(attempt)
 	var v value
@@ -203,6 +220,11 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 		if err == nil && v.kind == '-' {
 			err = parseReplyError(v.str)
 		}
+	}
+	if err == nil && want.ok != nil && !want.ok(v) {
+		// As a dropped connection: the reply says nothing of what else is on it.
+		return value{}, ns.failed(i, &nodeFailure{node: nd.address,
+			what: "answered " + args[0] + " with " + v.describe() + ", not " + want.what}, c)
 	}
 	if err == nil {
 		nd.answered()
@@ -228,14 +250,18 @@ func (ns *nodes) try(ctx context.Context, i int, args ...string) (value, *attemp
 	}
 	what := "failed"
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-		what = "did not answer within " + ns.callTimeout.String()
+		what = "did not answer within " + timeout.String()
+		if timeout < ns.callTimeout {
+			return value{}, &attemptError{cutShort: true, failed: &nodeFailure{node: nd.address,
+				what: what + ", what was left of the call's MaxWait"}}
+		}
 		err = nil
 	}
 	return value{}, ns.failed(i, &nodeFailure{node: nd.address, what: what, err: err}, c)
 }
 
 // failed marks node i failed: avoided for a while, and `broken` (the connection that failed,
-// if any) dropped.
+// if any) retired.
 func (ns *nodes) failed(i int, failure *nodeFailure, broken *conn) *attemptError {
 	nd := ns.list[i]
 	ns.lastFailure.Store(failureBox{err: failure})
@@ -255,6 +281,10 @@ func (ns *nodes) close() {
 			nd.conn.close()
 			nd.conn = nil
 		}
+		for _, c := range nd.retired {
+			c.close()
+		}
+		nd.retired = nil
 		nd.mu.Unlock()
 	}
 }
@@ -273,13 +303,8 @@ func (nd *node) connection(ctx context.Context) (*conn, error) {
 	if closed {
 		return nil, errConnClosed
 	}
-	if c != nil {
-		c.mu.Lock()
-		broken := c.broken
-		c.mu.Unlock()
-		if broken == nil {
-			return c, nil
-		}
+	if c != nil && c.usable() {
+		return c, nil
 	}
 	deadline, _ := ctx.Deadline()
 	c, err := dial(ctx, nd.address, nd.tls, nd.token, deadline)
@@ -309,17 +334,25 @@ func (nd *node) answered() {
 	nd.mu.Unlock()
 }
 
-// fail steps the back-off up, once for requests that were in flight together, and drops the
-// connection `broken` unless another has replaced it already. It reports whether this was a
-// new failure.
+// fail steps the back-off up, once for requests that were in flight together, and retires
+// the connection `broken` (the next request opens another; those in flight on it keep
+// waiting for their replies). It reports whether this was a new failure.
 func (nd *node) fail(first, max time.Duration, broken *conn) bool {
 	nd.mu.Lock()
 	defer nd.mu.Unlock()
 	if broken != nil {
-		broken.close()
+		broken.retire()
 		if nd.conn == broken {
 			nd.conn = nil
 		}
+		// Kept for close, which ends the requests on them too; those closed since dropped.
+		open := nd.retired[:0]
+		for _, c := range append(nd.retired, broken) {
+			if !c.isBroken() {
+				open = append(open, c)
+			}
+		}
+		nd.retired = open
 	}
 	now := time.Now()
 	if nd.downUntil.After(now) {

@@ -24,6 +24,14 @@ func TestTheCodecReadsRepliesAndRefusesBrokenOnes(t *testing.T) {
 	if err != nil || v.str != "hello\r\nworld" {
 		t.Errorf("%+v %v", v, err)
 	}
+	// The largest batch of snowflakes a client asks for, and the longest bulk string read.
+	v, err = read("*10000\r\n" + strings.Repeat(":9223372036854775807\r\n", 10000))
+	if err != nil || len(v.array) != 10000 {
+		t.Errorf("10,000 IDs: %v", err)
+	}
+	if v, err = read("$65536\r\n" + strings.Repeat("x", 65536) + "\r\n"); err != nil || len(v.str) != 65536 {
+		t.Errorf("64 KiB: %v", err)
+	}
 	v, err = read("$-1\r\n")
 	if err != nil || !v.null {
 		t.Errorf("%+v %v", v, err)
@@ -48,9 +56,13 @@ func TestTheCodecReadsRepliesAndRefusesBrokenOnes(t *testing.T) {
 		"?what\r\n",
 		":1\n",
 		"*1\r\n*1\r\n*1\r\n*1\r\n*1\r\n:1\r\n",
+		// Within a limit each, beyond the reply's together.
+		"*2\r\n*32767\r\n" + strings.Repeat(":1\r\n", 32767) + "*1\r\n:1\r\n",
+		"*2\r\n$65536\r\n" + strings.Repeat("x", 65536) + "\r\n$1\r\nx\r\n",
+		"$65537\r\n" + strings.Repeat("x", 65537) + "\r\n",
 	} {
 		if _, err := read(broken); err == nil {
-			t.Errorf("%q was read", broken)
+			t.Errorf("%q was read", shorten(broken))
 		}
 	}
 }

@@ -84,7 +84,7 @@ func (r *remoteRanges) allocate(ctx context.Context, tag string, step int64) (in
 		if held {
 			args = append(args, "ABOVE", strconv.FormatInt(previous.last, 10))
 		}
-		node, reply, err := r.nodes.call(ctx, tag, r.maxWait, args...)
+		node, reply, err := r.nodes.call(ctx, tag, r.maxWait, rangeShape, args...)
 		if err != nil {
 			// The nodes' --max-count is below the client's MaxStep: ask for less, from now
 			// on, rather than fail every refill once the rate grows.
@@ -144,7 +144,7 @@ func (r *remoteRanges) giveBack(ctx context.Context, tag string, first, last int
 	if !held || first > last || last != previous.last {
 		return false, nil
 	}
-	reply, err := r.nodes.callOn(ctx, previous.node, "IDMINT.GIVEBACK", tag,
+	reply, err := r.nodes.callOn(ctx, previous.node, integerShape, "IDMINT.GIVEBACK", tag,
 		strconv.FormatInt(first, 10), strconv.FormatInt(last, 10))
 	if err != nil {
 		return false, err

@@ -14,13 +14,15 @@ import (
 	"strconv"
 )
 
-// Limits of a reply: the nodes' answers are small (at most 10,000 IDs), so anything much
-// larger is a broken or hostile peer, refused before memory is given to it.
+// Limits of a reply: the nodes' answers are small (at most 10,000 IDs; bulk strings only in
+// IDMINT.SPACE's few words and in refusals), so anything much larger is a broken or hostile peer, refused before memory is given to it. The limits are
+// on the whole reply, not on each array or string in it: arrays nested in arrays, each
+// within a per-array limit, would multiply it.
 const (
-	maxBulkLen   = 1 << 20
-	maxArrayLen  = 1 << 20
-	maxLineLen   = 64 << 10
-	maxNestDepth = 4
+	maxReplyValues = 1 << 15  // values in one reply, nested ones included
+	maxReplyBytes  = 64 << 10 // bytes of the bulk strings of one reply, together
+	maxLineLen     = 64 << 10 // a simple string, an error, a length
+	maxNestDepth   = 4
 )
 
 // errProtocol is a reply that does not parse: the connection cannot be trusted after it.
@@ -50,12 +52,21 @@ func appendCommand(buf []byte, args ...string) []byte {
 	return buf
 }
 
-// readValue reads one reply.
-func readValue(r *bufio.Reader) (value, error) {
-	return readNested(r, 0)
+// budget is what is left of one reply's limits while it is read.
+type budget struct {
+	values int
+	bytes  int
 }
 
-func readNested(r *bufio.Reader, depth int) (value, error) {
+// readValue reads one reply.
+func readValue(r *bufio.Reader) (value, error) {
+	return readNested(r, 0, &budget{values: maxReplyValues, bytes: maxReplyBytes})
+}
+
+func readNested(r *bufio.Reader, depth int, left *budget) (value, error) {
+	if left.values--; left.values < 0 {
+		return value{}, fmt.Errorf("%w: more than %d values in one reply", errProtocol, maxReplyValues)
+	}
 	line, err := readLine(r)
 	if err != nil {
 		return value{}, err
@@ -75,10 +86,11 @@ func readNested(r *bufio.Reader, depth int) (value, error) {
 		}
 		return value{kind: kind, num: n}, nil
 	case '$':
-		n, err := readLength(rest, maxBulkLen)
+		n, err := readLength(rest, left.bytes)
 		if err != nil || n < 0 {
 			return value{kind: kind, null: true}, err
 		}
+		left.bytes -= n
 		body := make([]byte, n+2)
 		if _, err := io.ReadFull(r, body); err != nil {
 			return value{}, err
@@ -88,7 +100,7 @@ func readNested(r *bufio.Reader, depth int) (value, error) {
 		}
 		return value{kind: kind, str: string(body[:n])}, nil
 	case '*':
-		n, err := readLength(rest, maxArrayLen)
+		n, err := readLength(rest, left.values)
 		if err != nil || n < 0 {
 			return value{kind: kind, null: true}, err
 		}
@@ -97,7 +109,7 @@ func readNested(r *bufio.Reader, depth int) (value, error) {
 		}
 		items := make([]value, 0, min(n, 1024))
 		for i := 0; i < n; i++ {
-			item, err := readNested(r, depth+1)
+			item, err := readNested(r, depth+1, left)
 			if err != nil {
 				return value{}, err
 			}
@@ -108,7 +120,8 @@ func readNested(r *bufio.Reader, depth int) (value, error) {
 	return value{}, fmt.Errorf("%w: unknown reply type %q", errProtocol, kind)
 }
 
-// readLength reads the length of a bulk string or array: -1 for null, else 0..=max.
+// readLength reads the length of a bulk string or array: -1 for null, else 0..=max (what is
+// left of the reply's budget).
 func readLength(text string, max int) (int, error) {
 	n, err := strconv.Atoi(text)
 	if err != nil || n < -1 || n > max {

@@ -30,6 +30,7 @@ package idmint
 
 import (
 	"context"
+	"errors"
 	"math/rand"
 	"sync"
 	"sync/atomic"
@@ -184,6 +185,11 @@ func (b *tagBuffer) take(ctx context.Context) (int64, error) {
 		if left <= 0 {
 			if lastError == nil {
 				lastError = b.client.nodes.lastFailureOr(errNoRangeInTime)
+			}
+			// The fetch's own ErrUnavailable: its cause, not it, is this one's.
+			var e *Error
+			if errors.As(lastError, &e) && e.Kind == ErrUnavailable && e.Err != nil {
+				lastError = e.Err
 			}
 			return 0, unavailable(b.tag, time.Since(started), lastError)
 		}

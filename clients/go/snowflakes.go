@@ -133,7 +133,7 @@ func (s *snowflakes) ask(ctx context.Context, c *Client, n int, out []int64, sta
 	}
 	want = int(c.ranges.capCount(int64(want)))
 	askedAt := time.Now()
-	node, reply, err := c.nodes.call(ctx, "", left, "IDMINT.SNOWFLAKE", "COUNT", strconv.Itoa(want))
+	node, reply, err := c.nodes.call(ctx, "", left, idsShape, "IDMINT.SNOWFLAKE", "COUNT", strconv.Itoa(want))
 	if err != nil {
 		// The nodes grant fewer at once (--max-count): ask for that many from now on.
 		if _, learned := c.ranges.learnCountLimit(err, int64(want)); learned {
@@ -178,16 +178,13 @@ func checkIDs(reply value, max int) ([]int64, bool) {
 // askPermuted asks IDMINT.SPACE whether the nodes hand out permuted IDs; false from a node
 // that does not know the command (older than permuted IDs).
 func askPermuted(ctx context.Context, c *Client, maxWait time.Duration) (bool, error) {
-	_, reply, err := c.nodes.call(ctx, "", maxWait, "IDMINT.SPACE")
+	_, reply, err := c.nodes.call(ctx, "", maxWait, mapShape, "IDMINT.SPACE")
 	if err != nil {
 		var e *Error
 		if errors.As(err, &e) && e.Kind == ErrRefused && contains(e.Reply, "unknown command") {
 			return false, nil
 		}
 		return false, err
-	}
-	if reply.kind != '*' {
-		return false, nil
 	}
 	// A map in RESP2: its keys and values in turn.
 	for i := 0; i+1 < len(reply.array); i += 2 {
