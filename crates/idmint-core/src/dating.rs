@@ -428,7 +428,7 @@ impl Dating {
     }
 
     /// Reads an ID in either form: `KEY-COUNTER` with exactly the tag's widths, or the
-    /// composed number. Refused, naming the problem, when the key is not a date of the period
+    /// composed number with no zeros in front. Refused, naming the problem, when the key is not a date of the period
     /// or the counter is 0 or does not fit.
     pub fn read(&self, text: &str) -> Result<u64> {
         let bad = |reason: String| Error::InvalidArgument {
@@ -451,6 +451,11 @@ impl Dating {
                 }
                 let number = |s: &str| s.parse::<u64>().map_err(|_| bad("not a number".into()));
                 (number(key)?, number(counter)?)
+            }
+            // The composed number is written as `to_string` writes it: a zero in front
+            // would make two texts of one ID (`011` and `11`), and texts are compared.
+            None if text.len() > 1 && text.starts_with('0') => {
+                return Err(bad("a number has no zeros in front".into()));
             }
             None if digits_only(text) => {
                 let id = text.parse::<u64>().map_err(|_| bad("too large".into()))?;
@@ -615,6 +620,7 @@ mod tests {
             "",
             "-",
             "2026-11-23",
+            "020261123000042",
         ] {
             assert!(d.read(bad).is_err(), "{bad}");
         }
