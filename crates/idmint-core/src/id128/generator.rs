@@ -97,6 +97,7 @@ impl Id128Generator {
             max_lead: Duration::from_secs(1),
             max_wait: Duration::from_secs(1),
             entropy: Entropy::Thread,
+            after: None,
         }
     }
 
@@ -270,6 +271,7 @@ pub struct Id128Builder {
     max_lead: Duration,
     max_wait: Duration,
     entropy: Entropy,
+    after: Option<(u64, u32)>,
 }
 
 impl Id128Builder {
@@ -300,6 +302,18 @@ impl Id128Builder {
         self
     }
 
+    /// Starts above `previous`'s IDs: a generator that replaces another (a node field that
+    /// changed with a new worker lease) goes on in the same order, even in the same
+    /// millisecond, even if the clock went back.
+    pub fn after(mut self, previous: &Id128Generator) -> Self {
+        let word = previous.next_free.0.load(Ordering::Relaxed);
+        self.after = Some((
+            previous.base_ms + (word >> COUNTER_BITS),
+            (word & COUNTER_MASK) as u32,
+        ));
+        self
+    }
+
     /// Random bits fixed to `value`, as a broken RNG would give: for tests of what the node
     /// field and the counter guarantee without randomness. Never use it to make IDs.
     #[doc(hidden)]
@@ -323,16 +337,22 @@ impl Id128Builder {
         let clock = self
             .clock
             .unwrap_or_else(|| Arc::new(SystemClock::new()) as Arc<dyn Clock>);
-        let base_ms = clock.now_ms();
+        let now_ms = clock.now_ms();
+        // Counted from the earlier of now and the generator replaced, so both fit the word.
+        let base_ms = self.after.map_or(now_ms, |(ms, _)| now_ms.min(ms));
         if base_ms > MAX_MS {
             return Err(Error::LayoutExhausted {
                 ends_at: format_ms_rfc3339(MAX_MS + 1),
             });
         }
         // The first millisecond's counter is seeded like every later one's.
-        let seed = self.entropy.next_u64() % SEED_LIMIT;
+        let seed = (now_ms - base_ms) << COUNTER_BITS | self.entropy.next_u64() % SEED_LIMIT;
+        let first = match self.after {
+            Some((ms, counter)) => seed.max((ms - base_ms) << COUNTER_BITS | u64::from(counter)),
+            None => seed,
+        };
         Ok(Id128Generator {
-            next_free: Padded(AtomicU64::new(seed)),
+            next_free: Padded(AtomicU64::new(first)),
             base_ms,
             kind: self.kind,
             node_bits: self.node_bits,

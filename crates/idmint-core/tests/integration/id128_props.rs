@@ -393,3 +393,28 @@ fn a_forked_child_never_repeats_its_parent() {
         );
     }
 }
+
+#[test]
+fn a_generator_built_after_another_goes_on_above_it() {
+    let clock = ManualClock::shared(NOW_MS);
+    let first = generator(Id128Kind::Uuid7, &clock)
+        .node(4, 1)
+        .build()
+        .unwrap();
+    let last = first.next_ids(1_000).unwrap().last().unwrap();
+    // Same millisecond, then a clock 10 s back: the successor is above either way.
+    let second = generator(Id128Kind::Uuid7, &clock)
+        .node(4, 2)
+        .after(&first)
+        .build()
+        .unwrap();
+    assert!(second.next_id().unwrap() > last);
+    clock.step_back(Duration::from_secs(10));
+    let third = generator(Id128Kind::Uuid7, &clock)
+        .node(4, 3)
+        .after(&second)
+        .build()
+        .unwrap();
+    let next = third.next_id().unwrap();
+    assert!(next > last && next.ms() == NOW_MS);
+}
