@@ -61,6 +61,10 @@ pub struct Id128Generator {
     clock: Arc<dyn Clock>,
     /// The clock's reading without a `dyn` call, when it publishes one.
     ticker: Option<Ticker>,
+    /// The latest clock reading the slow path saw (ms since the Unix epoch): the lead is
+    /// measured from it, so a clock that steps back (a test clock, a custom one: the system
+    /// clock never does) leaves the generator counting on from where it was, not stopped.
+    clock_high: AtomicU64,
     max_lead_ms: u64,
     max_wait: Duration,
     entropy: Entropy,
@@ -180,7 +184,9 @@ impl Id128Generator {
     fn reserve_slow(&self, n: u64) -> Result<u64> {
         let mut waited = Duration::ZERO;
         loop {
-            let now = self.now_ms().saturating_sub(self.base_ms);
+            let read = self.now_ms();
+            let high = self.clock_high.fetch_max(read, Ordering::Relaxed).max(read);
+            let now = high.saturating_sub(self.base_ms);
             let current = self.next_free.0.load(Ordering::Relaxed);
             let first = if current >> COUNTER_BITS < now {
                 now << COUNTER_BITS | (self.entropy.next_u64() % SEED_LIMIT)
@@ -346,7 +352,7 @@ impl Id128Builder {
             });
         }
         // The first millisecond's counter is seeded like every later one's.
-        let seed = (now_ms - base_ms) << COUNTER_BITS | self.entropy.next_u64() % SEED_LIMIT;
+        let seed = ((now_ms - base_ms) << COUNTER_BITS) | (self.entropy.next_u64() % SEED_LIMIT);
         let first = match self.after {
             Some((ms, counter)) => seed.max((ms - base_ms) << COUNTER_BITS | u64::from(counter)),
             None => seed,
@@ -358,6 +364,7 @@ impl Id128Builder {
             node_bits: self.node_bits,
             node: self.node,
             ticker: clock.ticker(),
+            clock_high: AtomicU64::new(self.after.map_or(now_ms, |(ms, _)| now_ms.max(ms))),
             clock,
             max_lead_ms: duration_ms(self.max_lead),
             max_wait: self.max_wait,
