@@ -258,6 +258,11 @@ impl Iterator for Id128Batch<'_> {
         Some(id)
     }
 
+    /// The last ID without drawing random bits for the others.
+    fn last(self) -> Option<Id128> {
+        (self.next < self.end).then(|| self.generator.compose(self.end - 1))
+    }
+
     fn size_hint(&self) -> (usize, Option<usize>) {
         let left = (self.end - self.next) as usize;
         (left, Some(left))
