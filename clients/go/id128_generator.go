@@ -39,6 +39,10 @@ type GeneratorOptions struct {
 // borrows the next millisecond (counter 0), at most a second ahead of the clock before it
 // waits for it. A clock that steps back changes nothing visible: IDs count on from the last
 // one until the clock catches up.
+//
+// Make one with NewUUID7Generator or NewULIDGenerator (the zero value cannot make IDs), and
+// share it: IDs of two generators are unique (random bits, or node fields) but not ordered
+// between them.
 type Generator struct {
 	kind IDKind
 	// state is the last (millisecond, counter) issued: (ms - base) << 24 | counter. Within a

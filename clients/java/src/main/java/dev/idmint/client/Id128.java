@@ -9,7 +9,9 @@ import java.util.UUID;
  * <p>Both layouts start with 48 bits of Unix milliseconds and a 24-bit counter, so the order
  * of {@link #compareTo} (the halves as unsigned numbers, the same as comparing
  * {@link #toBytes()}) is the order a generator made them in, and so is the order of any of its
- * texts. The four renderings:
+ * texts. Two IDs are equal when their bits and their kind are: the same bits read as a ULID
+ * and as a UUIDv7 are two readings ({@link #withKind} turns one into the other). The four
+ * renderings:
  *
  * <ul>
  *   <li>{@link #toUuidString()}: {@code 0192f3a1-7c2e-7a3b-8d4e-5f60718293a4} (lowercase 8-4-4-4-12);
