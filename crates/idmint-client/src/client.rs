@@ -405,7 +405,10 @@ mod tests {
             Some(200)
         );
         client.close();
-        assert!(client.uuid7().unwrap() > *ids.last().unwrap(), "no node needed");
+        assert!(
+            client.uuid7().unwrap() > *ids.last().unwrap(),
+            "no node needed"
+        );
     }
 
     #[test]
