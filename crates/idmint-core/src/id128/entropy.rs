@@ -36,6 +36,7 @@ impl Local {
         }
     }
 
+    #[inline(always)]
     fn next_u64(&self) -> u64 {
         let forks = FORKS.load(Ordering::Relaxed);
         let mut rng = self.rng.borrow_mut();

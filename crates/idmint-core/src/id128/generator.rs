@@ -40,7 +40,7 @@ enum Entropy {
 }
 
 impl Entropy {
-    #[inline]
+    #[inline(always)]
     fn next_u64(self) -> u64 {
         match self {
             Entropy::Thread => entropy::next_u64(),
@@ -152,7 +152,7 @@ impl Id128Generator {
     }
 
     /// Takes `n` consecutive words; returns the first.
-    #[inline]
+    #[inline(always)]
     fn reserve(&self, n: u64) -> Result<u64> {
         let now = self.now_ms().saturating_sub(self.base_ms);
         let first = self.next_free.0.fetch_add(n, Ordering::Relaxed);
@@ -222,7 +222,7 @@ impl Id128Generator {
     }
 
     /// The ID of a word taken.
-    #[inline]
+    #[inline(always)]
     fn compose(&self, word: u64) -> Id128 {
         Id128::compose(
             self.kind,

@@ -110,6 +110,7 @@ impl Id128 {
     /// Puts the fields in their places for `kind`. Values wider than their field are cut to
     /// it: callers check widths where input reaches them ([`Id128Fields`] from a generator
     /// always fits).
+    #[inline]
     pub const fn compose(kind: Id128Kind, fields: &Id128Fields) -> Self {
         let tail = kind.tail_bits();
         let random_bits = tail - fields.node_bits;
