@@ -324,7 +324,7 @@ fn a_session_counts_on_past_its_counter_a_clock_behind_it_and_says_what_a_rollba
         .await
         .unwrap();
         let mut tx = db.begin().await.unwrap();
-        let rolled_back = draw_in_one_statement(&mut *tx, &ns, 10).await;
+        let rolled_back = draw_in_one_statement(&mut tx, &ns, 10).await;
         tx.rollback().await.unwrap();
         let after_rollback: String = sqlx::query_scalar(AssertSqlSafe(format!(
             "SELECT current_setting('{setting}')"
