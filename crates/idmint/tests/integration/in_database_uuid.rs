@@ -404,3 +404,72 @@ fn a_database_clock_stepping_back_keeps_a_sessions_uuids_increasing() {
     });
     server.clock("+0");
 }
+
+/// The shared vectors (`clients/conformance/id128_vectors.json`): for each UUIDv7 case without a
+/// node field whose ms is ahead of the clock, a session whose last ID is just before the case
+/// draws exactly the case's bits, the 50 random ones aside; PostgreSQL prints every case's
+/// text as the vectors do and sorts them by their bytes.
+#[test]
+fn the_function_composes_the_shared_vectors() {
+    let path = crate::clients::repo().join("clients/conformance/id128_vectors.json");
+    let vectors: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let cases: Vec<&serde_json::Value> = vectors["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["kind"] == "uuidv7")
+        .collect();
+    let url = postgres_url();
+    let ns = fresh_namespace("uv");
+    let (status, text) = sql(&["install", "--store", &url, "--namespace", &ns, "--uuid"]);
+    assert_eq!(status, 0, "{text}");
+    let random_bits = (1u128 << 50) - 1;
+    runtime().block_on(async {
+        let mut db = PgConnection::connect(&url).await.unwrap();
+        let now = clock_ms(&mut db).await;
+        let mut composed = 0;
+        for case in &cases {
+            let text = case["uuid"].as_str().unwrap();
+            let shown: String = sqlx::query_scalar("SELECT $1::uuid::text")
+                .bind(text)
+                .fetch_one(&mut db)
+                .await
+                .unwrap();
+            assert_eq!(shown, text);
+            let (ms, counter) = (
+                case["ms"].as_u64().unwrap(),
+                case["counter"].as_u64().unwrap(),
+            );
+            if case["node_bits"] != 0 || ms <= now + 1 {
+                continue;
+            }
+            // The state just before the case: counter - 1, or the ms before at its last counter.
+            let state = match counter {
+                0 => format!("{}:{COUNTER_MAX}", ms - 1),
+                c => format!("{ms}:{}", c - 1),
+            };
+            let (_, id): (String, String) = sqlx::query_as(AssertSqlSafe(format!(
+                "SELECT set_config('idmint.uuidv7_{ns}', '{state}', false), {ns}_uuidv7()::text"
+            )))
+            .fetch_one(&mut db)
+            .await
+            .unwrap();
+            let want = uuid::Uuid::parse_str(text).unwrap().as_u128();
+            let got = uuid::Uuid::parse_str(&id).unwrap().as_u128();
+            assert_eq!(got & !random_bits, want & !random_bits, "{id} for {text}");
+            composed += 1;
+        }
+        assert!(composed >= 5, "only {composed} cases composed");
+        let mut by_bytes: Vec<&str> = cases.iter().map(|c| c["uuid"].as_str().unwrap()).collect();
+        by_bytes.sort_by_key(|t| uuid::Uuid::parse_str(t).unwrap().into_bytes());
+        let sorted: Vec<String> = sqlx::query_scalar(
+            "SELECT u::text FROM unnest($1::text[]) t, LATERAL (SELECT t::uuid AS u) x ORDER BY u",
+        )
+        .bind(&by_bytes)
+        .fetch_all(&mut db)
+        .await
+        .unwrap();
+        assert_eq!(sorted, by_bytes);
+    });
+}
