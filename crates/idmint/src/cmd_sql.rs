@@ -1,6 +1,7 @@
 //! `idmint sql install|uninstall`: snowflake IDs made inside PostgreSQL by a function a column
 //! default calls, in the namespace's ID space, on worker IDs leased for it (see
-//! `idmint_store::in_database` for why they stay unique).
+//! `idmint_store::in_database` for why they stay unique); with `--uuid`, UUIDv7s by a function
+//! of their own, which needs no worker IDs.
 
 use std::io::Write;
 use std::time::Duration;
@@ -29,10 +30,10 @@ pub struct SqlArgs {
 enum Action {
     /// Create `<namespace>_next_id(shard)` and `<namespace>_next_id()` in the store's database,
     /// for column defaults: snowflake IDs of the namespace's ID space, on worker IDs leased for
-    /// the function.
+    /// the function. With --uuid, `<namespace>_uuidv7()` instead.
     Install(InstallArgs),
     /// Remove the function once its last callers are done, and free its worker IDs (fenced at
-    /// the last tick it issued).
+    /// the last tick it issued). With --uuid, remove `<namespace>_uuidv7()` instead.
     Uninstall(UninstallArgs),
 }
 
@@ -41,6 +42,16 @@ enum Action {
 struct InstallArgs {
     #[command(flatten)]
     store: StoreOpts,
+
+    /// Create `<namespace>_uuidv7()` (alone: run install again without it for the snowflake
+    /// function): UUIDv7s, strictly increasing per database session, for `uuid` columns. It
+    /// needs no worker IDs, no ID space and none of the store's tables, so the snowflake
+    /// function's options do not apply.
+    #[arg(
+        long,
+        conflicts_with_all = ["layout", "epoch", "workers", "max_lead", "max_wait", "grant"]
+    )]
+    uuid: bool,
 
     /// The layout: it must be the namespace's (it is recorded as its ID space when none is
     /// yet). [default: the ID space in force]
@@ -80,12 +91,49 @@ struct InstallArgs {
 struct UninstallArgs {
     #[command(flatten)]
     store: StoreOpts,
+
+    /// Remove `<namespace>_uuidv7()` (alone: the snowflake function stays).
+    #[arg(long)]
+    uuid: bool,
 }
 
 /// Runs `idmint sql ...`.
 pub fn run(args: &SqlArgs, now_ms: u64, out: &mut dyn Write) -> Result<()> {
     let runtime = crate::store_opts::runtime()?;
     match &args.action {
+        Action::Install(install) if install.uuid => {
+            let (urls, options, _) = install.store.settings()?;
+            let location = postgres_store(&urls)?;
+            let installed = runtime
+                .block_on(in_database::install_uuidv7(&location, &options))
+                .map_err(|e| flag_of(e, "--uuid"))?;
+            let namespace = &options.namespace;
+            writeln!(
+                out,
+                "installed {} in {} (namespace {namespace}); no worker IDs needed",
+                installed.function, location.display
+            )?;
+            writeln!(
+                out,
+                "use it as a column default: CREATE TABLE t (id uuid PRIMARY KEY DEFAULT {namespace}_uuidv7(), ...);"
+            )?;
+            if installed.server_version >= in_database::BUILT_IN_SERVER_VERSION {
+                writeln!(
+                    out,
+                    "this server has PostgreSQL's own uuidv7() too; docs/in-database.md says how they differ"
+                )?;
+            }
+            Ok(())
+        }
+        Action::Uninstall(uninstall) if uninstall.uuid => {
+            let (urls, options, _) = uninstall.store.settings()?;
+            let location = postgres_store(&urls)?;
+            let removed = runtime
+                .block_on(in_database::uninstall_uuidv7(&location, &options))
+                .map_err(|e| flag_of(e, "--uuid"))?;
+            writeln!(out, "removed {removed} from {}", location.display)?;
+            Ok(())
+        }
         Action::Install(install) => {
             let (urls, options, set) = install.store.settings()?;
             let location = postgres_store(&urls)?;
@@ -227,6 +275,10 @@ fn flag_of(error: idmint_core::Error, flag: &'static str) -> anyhow::Error {
             name: "workers",
             reason,
         } => InputError::new(flag, reason).into(),
+        idmint_core::Error::InvalidArgument {
+            name: "namespace",
+            reason,
+        } => InputError::new("--namespace", reason).into(),
         // The function's own state (installed already, still used by a default): said plainly.
         idmint_core::Error::InvalidArgument {
             name: "sql",

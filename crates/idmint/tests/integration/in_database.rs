@@ -18,7 +18,7 @@ use crate::starting::{fresh_namespace, postgres_url};
 const LAYOUT: &str = "time:41@1ms,worker:10,seq:12";
 
 /// `idmint sql ARGS...`: its exit status and what it printed (stdout, then stderr).
-fn sql(args: &[&str]) -> (i32, String) {
+pub(crate) fn sql(args: &[&str]) -> (i32, String) {
     let output = idmint_command()
         .arg("sql")
         .args(args)
@@ -33,7 +33,7 @@ fn sql(args: &[&str]) -> (i32, String) {
     (output.status.code().unwrap_or(-1), text)
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(4)
         .enable_all()

@@ -19,6 +19,7 @@ mod flood_memory;
 mod hostile_input;
 mod id_space;
 mod in_database;
+mod in_database_uuid;
 mod layout_end;
 mod operating;
 #[path = "../support/own_redis.rs"]

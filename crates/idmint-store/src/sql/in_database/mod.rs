@@ -34,6 +34,9 @@
 //! The feature has this one name in the code, `in_database`; its operator's command is
 //! `idmint sql install` and `idmint sql uninstall`. [`install`] and [`uninstall`] are here;
 //! the function itself, the constants and SQL text it is made of, is planned in `plan`.
+//!
+//! `idmint sql install --uuid` puts a second kind beside it, `<namespace>_uuidv7()`, which
+//! needs no worker IDs: [`install_uuidv7`] and [`uninstall_uuidv7`], in `uuidv7`.
 
 use std::time::Duration;
 
@@ -46,6 +49,11 @@ use crate::location::{Backend, Location};
 use crate::{Error, Result, StoreOptions};
 
 mod plan;
+mod uuidv7;
+
+pub use self::uuidv7::{
+    install_uuidv7, uninstall_uuidv7, UuidInstalled, BUILT_IN_SERVER_VERSION, MIN_SERVER_VERSION,
+};
 
 /// What `install` is asked for.
 #[derive(Debug, Clone)]
@@ -199,16 +207,7 @@ pub async fn uninstall(
     let Some(rows) = installed_workers(&mut tx, ns).await? else {
         return Err(invalid(format!("{ns}_next_id is not installed")));
     };
-    let users: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) FROM pg_depend d \
-         JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid \
-         WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace \
-         AND d.deptype = 'n' AND d.classid <> 'pg_proc'::regclass ORDER BY 1",
-    )
-    .bind(format!("{ns}_next_id"))
-    .fetch_all(&mut *tx)
-    .await
-    .map_err(|e| failed("looking for users of the function", e))?;
+    let users = users_of(&mut tx, &format!("{ns}_next_id")).await?;
     if !users.is_empty() {
         return Err(invalid(format!(
             "{ns}_next_id is still used by {}; drop those defaults first (ALTER TABLE ... \
@@ -345,6 +344,21 @@ async fn take_workers(
         taken.push((worker, u64::try_from(hwm).unwrap_or(0)));
     }
     Ok(taken)
+}
+
+/// What still uses the functions named `proname` in the current schema (a column default, a
+/// view), as PostgreSQL describes each; empty when nothing does.
+async fn users_of(tx: &mut Transaction<'_, Postgres>, proname: &str) -> Result<Vec<String>> {
+    sqlx::query_scalar(
+        "SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) FROM pg_depend d \
+         JOIN pg_proc p ON d.refclassid = 'pg_proc'::regclass AND d.refobjid = p.oid \
+         WHERE p.proname = $1 AND p.pronamespace = current_schema()::regnamespace \
+         AND d.deptype = 'n' AND d.classid <> 'pg_proc'::regclass ORDER BY 1",
+    )
+    .bind(proname)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(|e| failed("looking for users of the function", e))
 }
 
 /// The function's worker IDs and their sequences, when it is installed.
