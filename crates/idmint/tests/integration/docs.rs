@@ -19,8 +19,9 @@
 //! and `IDMINT_HTTP`, `IDMINT_RESP` and `IDMINT_SERVER` point there. `idmint` on the PATH is
 //! the binary under test; `redis-cli` prints as it does at a terminal (`--no-raw`), as readers
 //! see it. A shown output matches line by line, where a run of digits in the doc matches any
-//! run of digits (IDs, times and counters differ from run to run), `...` matches any text, and
-//! a line of only `...` any number of lines.
+//! run of digits (IDs, times and counters differ from run to run), a UUID (8-4-4-4-12 lowercase
+//! hex) any UUID, a ULID (26 characters of Crockford's base32) any ULID, `...` matches any
+//! text, and a line of only `...` any number of lines.
 
 #[path = "docs/extract.rs"]
 mod extract;
@@ -266,6 +267,32 @@ fn outputs_match_by_shape_and_ports_are_rewritten() {
         "error: --max-count: must be at least 1 (set by IDMINT_MAX_COUNT)"
     ));
     assert!(!line_matches("exact", "exactly"));
+    // 128-bit IDs match by form: any UUID for a UUID, any ULID for a ULID, nothing else.
+    let uuid = r#"{"ids":["019ac2a4-7c2e-7a3b-8d4e-5f60718293a4"]}"#;
+    assert!(line_matches(
+        uuid,
+        r#"{"ids":["01a21f3f-6117-7469-8370-6b39032e5fd4"]}"#
+    ));
+    assert!(!line_matches(
+        uuid,
+        r#"{"ids":["01a21f3f-6117-7469-8370-6b39032e5fd"]}"#
+    ));
+    assert!(!line_matches(
+        uuid,
+        r#"{"ids":["01A21F3F-6117-7469-8370-6B39032E5FD4"]}"#
+    ));
+    assert!(line_matches(
+        "\"01KB2Z6J7R5W3XQ0M8N4P2D9TA\"",
+        "\"01M8FKYR975KWDK49PENVQXQRB\""
+    ));
+    assert!(!line_matches(
+        "\"01KB2Z6J7R5W3XQ0M8N4P2D9TA\"",
+        "\"01M8FKYR975KWDK49PENVQXQR\""
+    ));
+    assert!(!line_matches(
+        "\"01KB2Z6J7R5W3XQ0M8N4P2D9TA\"",
+        "\"01M8FKYR975KWDK49PENVQXQRU\""
+    ));
     let expected: Vec<String> = ["first", "...", "last 1"].map(String::from).to_vec();
     assert!(output_matches(&expected, &["first", "a", "b", "last 99"]));
     assert!(output_matches(&expected, &["first", "last 2"]));

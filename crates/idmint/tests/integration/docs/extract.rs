@@ -304,6 +304,33 @@ enum Piece<'a> {
     Digits,
     /// `...` in the doc: any text.
     Any,
+    /// A UUID in the doc (8-4-4-4-12 lowercase hex): any UUID.
+    Uuid,
+    /// A ULID in the doc (26 characters of Crockford's base32): any ULID.
+    Ulid,
+}
+
+/// Whether `text` starts with a UUID in its canonical form.
+fn starts_with_uuid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 36
+        && bytes[..36].iter().enumerate().all(|(i, &b)| match i {
+            8 | 13 | 18 | 23 => b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+        && !bytes.get(36).is_some_and(u8::is_ascii_alphanumeric)
+}
+
+/// Whether `text` starts with a ULID (and not a longer word).
+fn starts_with_ulid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() >= 26
+        && (b'0'..=b'7').contains(&bytes[0])
+        && bytes[..26]
+            .iter()
+            .all(|&b| b.is_ascii_digit() || (b.is_ascii_uppercase() && !b"ILOU".contains(&b)))
+        && bytes[..26].iter().any(u8::is_ascii_uppercase)
+        && !bytes.get(26).is_some_and(u8::is_ascii_alphanumeric)
 }
 
 fn pieces(expected: &str) -> Vec<Piece<'_>> {
@@ -313,6 +340,12 @@ fn pieces(expected: &str) -> Vec<Piece<'_>> {
         if let Some(after) = rest.strip_prefix("...") {
             out.push(Piece::Any);
             rest = after;
+        } else if starts_with_uuid(rest) {
+            out.push(Piece::Uuid);
+            rest = &rest[36..];
+        } else if starts_with_ulid(rest) {
+            out.push(Piece::Ulid);
+            rest = &rest[26..];
         } else if rest.starts_with(|c: char| c.is_ascii_digit()) {
             let n = rest.bytes().take_while(u8::is_ascii_digit).count();
             out.push(Piece::Digits);
@@ -339,6 +372,12 @@ fn matches_pieces(pieces: &[Piece<'_>], actual: &str) -> bool {
             let n = actual.bytes().take_while(u8::is_ascii_digit).count();
             n > 0 && matches_pieces(rest, &actual[n..])
         }
+        Some((Piece::Uuid, rest)) => {
+            starts_with_uuid(actual) && matches_pieces(rest, &actual[36..])
+        }
+        Some((Piece::Ulid, rest)) => {
+            starts_with_ulid(actual) && matches_pieces(rest, &actual[26..])
+        }
         Some((Piece::Any, rest)) => (0..=actual.len())
             .filter(|&i| actual.is_char_boundary(i))
             .any(|i| matches_pieces(rest, &actual[i..])),
@@ -346,7 +385,8 @@ fn matches_pieces(pieces: &[Piece<'_>], actual: &str) -> bool {
 }
 
 /// Whether one printed line matches one line of the doc: equal, except that a run of digits
-/// in the doc matches any run of digits and `...` any text; trailing spaces are ignored.
+/// in the doc matches any run of digits, a UUID any UUID, a ULID any ULID, and `...` any
+/// text; trailing spaces are ignored.
 pub fn line_matches(expected: &str, actual: &str) -> bool {
     matches_pieces(&pieces(expected.trim_end()), actual.trim_end())
 }
