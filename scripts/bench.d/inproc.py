@@ -132,14 +132,14 @@ def main():
 def peer_rows(peers, ours_glob, ref, target):
     """Rows of the peers bench: each benchmark matching ours_glob (criterion full ID,
     group/function) against, in its own group, the benchmark whose function ID is ref, or with
-    ref "fastest" the fastest one that is neither idmint's (function ID idmint*) nor the bare
-    fetch_add. Throughput ratio; every benchmark is in the raw results anyway."""
+    ref "fastest" the fastest one that is neither idmint's (function ID idmint*) nor a floor
+    (the bare fetch_add; fetch_add and a CSPRNG draw for 128-bit IDs). Throughput ratio; every benchmark is in the raw results anyway."""
     rows = []
     for full_id in sorted(f for f in peers if fnmatch.fnmatch(f, ours_glob)):
         a = peers[full_id]
         group = {b["function"]: b for b in peers.values() if b["group"] == a["group"]}
         if ref == "fastest":
-            others = [f for f in group if not f.startswith("idmint") and f != "fetch_add"]
+            others = [f for f in group if not f.startswith("idmint") and f not in ("fetch_add", "floor")]
             name = max(others, key=lambda f: group[f]["per_s"], default=None)
         else:
             name = ref if ref in group else None

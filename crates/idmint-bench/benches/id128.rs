@@ -3,8 +3,8 @@
 //! monotonic random IDs must at least do: a bare `AtomicU64::fetch_add(1)` plus 64 bits from a
 //! thread-local CSPRNG (rand's `ThreadRng`, the one idmint and both crates draw from).
 //!
-//! - `1-thread/*`: ns per ID on one thread.
-//! - `2-threads/*`: wall ns per ID with two threads sharing one generator: idmint's is shared
+//! - `id128-1-thread/*`: ns per ID on one thread.
+//! - `id128-2-threads/*`: wall ns per ID with two threads sharing one generator: idmint's is shared
 //!   as it is (lock-free); `Uuid::now_v7()` shares its global context (a `Mutex`); a
 //!   `ulid::Generator` takes `&mut self`, so two threads share it behind a `Mutex`, as a program
 //!   that wants one monotonic sequence must.
@@ -71,7 +71,7 @@ fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
 
 fn one_thread(c: &mut Criterion) {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut group = c.benchmark_group("1-thread");
+    let mut group = c.benchmark_group("id128-1-thread");
     configure(&mut group);
     group.bench_function("floor", |b| b.iter(|| black_box(floor(&COUNTER))));
     let uuid7 = Id128Generator::uuid7().unwrap();
@@ -108,7 +108,7 @@ fn one_thread(c: &mut Criterion) {
 
 fn shared_by_two(c: &mut Criterion) {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut group = c.benchmark_group("2-threads");
+    let mut group = c.benchmark_group("id128-2-threads");
     configure(&mut group);
     group.bench_function("floor", |b| {
         b.iter_custom(|iters| {
