@@ -141,12 +141,15 @@ abstract class Id128Generator {
       this.seed(now);
       return;
     }
-    if (this.ms < 0) {
-      throw new ConfigError("clock", `${now} ms is before 1970`);
+    if (this.ms < 0 || !Number.isFinite(now)) {
+      throw new ConfigError("clock", `${now} is not a time in Unix milliseconds after 1970`);
     }
     // The counter is used up: the next millisecond, counter 0, at most MAX_LEAD_MS ahead of
     // the clock (waiting for the clock when further).
     const ms = this.ms + 1;
+    if (ms >= MS_LIMIT) {
+      throw new ConfigError("clock", "the 48 bits of milliseconds are used up");
+    }
     while (ms - now > MAX_LEAD_MS) {
       blockFor(Math.min(ms - now - MAX_LEAD_MS, 50));
       now = this.clock();

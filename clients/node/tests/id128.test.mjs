@@ -246,6 +246,11 @@ test("a clock stepped back never repeats nor decreases", () => {
     assert.equal(ids.at(-1).decode().ms, T + 1);
   }
   assert.throws(() => new UlidGenerator({ clock: () => -1 }).next(), ConfigError);
+  const broken = fakeClock(T);
+  const gen = new UlidGenerator({ clock: broken });
+  gen.next();
+  broken.ms = NaN;
+  assert.throws(() => gen.next(), ConfigError);
 });
 
 test("distinct nodes never collide, even with a broken RNG", () => {
