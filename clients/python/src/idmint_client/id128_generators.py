@@ -43,8 +43,11 @@ _of = Id128._of
 _V7_MARKS = 0x7 << 76 | 0b10 << 62
 
 
+_time_ns = time.time_ns
+
+
 def _clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+    return _time_ns() // 1_000_000
 
 
 class _Generator128:
@@ -109,7 +112,9 @@ class _Generator128:
     def new(self) -> Id128:
         """The next ID: above every ID this generator handed out before."""
         with self._lock:
-            now = self._clock()
+            # The system clock read inline, not through _clock_ms: a Python call costs much
+            # of an ID here.
+            now = _time_ns() // 1_000_000 if self._clock is _clock_ms else self._clock()
             ms, counter = self._ms, self._counter
             if now <= ms and counter < COUNTER_MAX and ms >= 0:
                 # The common case, inline: the same millisecond (or a clock that went back),
