@@ -148,11 +148,17 @@ class Parsing(unittest.TestCase):
             lambda: ic.Id128.from_fields("uuidv7", 0, 0, 1 << 50),
             lambda: ic.Id128.from_fields("uuidv7", 0, 0, 0, node=4, node_bits=2),
             lambda: ic.Id128.from_fields("uuidv7", 0, 0, 0, node_bits=25),
-            lambda: ic.Id128(5).decode(),  # no kind known
             lambda: ic.Id128(5, "ulid").decode(node_bits=25),
         ]:
             with self.assertRaises(ic.InvalidId128):
                 call()
+
+    def test_kind_names_and_the_kind_of_no_kind(self):
+        v7 = ic.Id128.from_fields("uuidv7", T, 1, 0)
+        for name in ("uuidv7", "uuid7", "UUID", "Uuid7"):
+            self.assertEqual(ic.Id128.parse(v7.to_hex(), kind=name).kind, "uuidv7")
+        self.assertEqual(ic.Id128(v7.int).decode().kind, "uuidv7")  # its bits say UUIDv7
+        self.assertEqual(ic.Id128(5).decode().kind, "ulid")  # they do not
 
     def test_decode_reads_the_time(self):
         made = ic.Id128.from_fields("uuidv7", T, 5, 0)
@@ -266,6 +272,18 @@ class Counter(unittest.TestCase):
             ids += [gen.new() for _ in range(100)]
             self.assertTrue(all(a < b for a, b in zip(ids, ids[1:])))
             self.assertEqual(ids[-1].decode().ms, T + 1)
+
+    def test_a_clock_stepped_back_does_not_stall_a_borrow(self):
+        # The lead is measured from the latest clock reading, so a used-up counter borrows the
+        # next millisecond at once even with the clock five seconds back.
+        clock = FakeClock(T)
+        gen = ic.UlidGenerator(clock=clock)
+        gen.new()
+        clock.ms = T - 5_000
+        gen._counter = COUNTER_MAX
+        reads = clock.reads
+        self.assertEqual(fields(gen.new()), (T + 1, 0))
+        self.assertEqual(clock.reads, reads + 1)
 
     def test_a_clock_before_1970_is_refused(self):
         with self.assertRaises(ic.IdmintError):

@@ -26,6 +26,8 @@ from ._errors import InvalidId128
 UUIDV7 = "uuidv7"
 ULID = "ulid"
 KINDS = (UUIDV7, ULID)
+# The names a kind is read by, in any case: idmint's server and Rust core write `uuid7`.
+_KIND_NAMES = {"uuidv7": UUIDV7, "uuid7": UUIDV7, "uuid": UUIDV7, "ulid": ULID}
 
 #: The widest node field a generator may carry, in bits.
 MAX_NODE_BITS = 24
@@ -45,6 +47,16 @@ _HEX32 = re.compile(r"[0-9a-fA-F]{32}")
 _CANONICAL = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _ULID = re.compile(r"[0-9A-HJKMNP-TV-Z]{26}")
 _FORMS = "a canonical UUID (36 characters, 8-4-4-4-12), 32 hex digits or a 26-character ULID"
+
+
+def _kind(kind: Optional[str]) -> Optional[str]:
+    """`kind` as one of KINDS (None stays None), or InvalidId128."""
+    if kind is None:
+        return None
+    found = _KIND_NAMES.get(kind.lower()) if isinstance(kind, str) else None
+    if found is None:
+        raise InvalidId128(f"kind {kind!r} is not a 128-bit kind: uuidv7 (or uuid7) or ulid", "type")
+    return found
 
 
 def _shown(text: str) -> str:
@@ -115,10 +127,8 @@ class Id128:
             raise InvalidId128(f"a 128-bit ID is an int, not {type(value).__name__}", "type")
         if not 0 <= value <= _MAX:
             raise InvalidId128(f"{value} does not fit 128 bits", "overflow")
-        if kind is not None and kind not in KINDS:
-            raise InvalidId128(f"kind {kind!r} is neither 'uuidv7' nor 'ulid'", "type")
         self._value = value
-        self._kind = kind
+        self._kind = _kind(kind)
 
     @classmethod
     def _of(cls, value: int, kind: Optional[str]) -> "Id128":
@@ -137,8 +147,9 @@ class Id128:
         UUIDv7 of millisecond `ms`. `random` fills the bits after the node field (50 -
         node_bits of a UUIDv7, 56 - node_bits of a ULID). Raises `InvalidId128` for a field
         that does not fit."""
-        if kind not in KINDS:
-            raise InvalidId128(f"kind {kind!r} is neither 'uuidv7' nor 'ulid'", "type")
+        kind = _kind(kind)
+        if kind is None:
+            raise InvalidId128("from_fields needs a kind: uuidv7 or ulid", "type")
         fields = (("ms", ms), ("counter", counter), ("random", random), ("node", node), ("node_bits", node_bits))
         for name, value in fields:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -163,8 +174,8 @@ class Id128:
         """Reads a canonical UUID (36 characters), 32 hex digits or a 26-character ULID, in
         either case. Raises `InvalidId128` saying what is wrong.
 
-        With `kind="uuidv7"` the ID must carry version 7 and the RFC variant; with
-        `kind="ulid"` any value is a ULID. Without `kind`, ULID text reads as a ULID, other
+        With `kind="uuidv7"` (or `uuid7`, as idmint's server names it) the ID must carry
+        version 7 and the RFC variant; with `kind="ulid"` any value is a ULID. Without `kind`, ULID text reads as a ULID, other
         text as a UUIDv7 when it has that version and variant, else with no kind (`str()`
         then writes the canonical UUID form).
         """
@@ -173,8 +184,7 @@ class Id128:
                 f"Id128.parse reads text, not {type(text).__name__} (16 bytes: Id128.from_bytes)",
                 "type",
             )
-        if kind is not None and kind not in KINDS:
-            raise InvalidId128(f"kind {kind!r} is neither 'uuidv7' nor 'ulid'", "type")
+        kind = _kind(kind)
         n = len(text)
         if n == 36:
             if not _CANONICAL.fullmatch(text):
@@ -219,8 +229,7 @@ class Id128:
             raise InvalidId128(f"Id128.from_bytes reads bytes, not {type(data).__name__}", "type")
         if len(data) != 16:
             raise InvalidId128(f"a 128-bit ID is 16 bytes, not {len(data)}", "length")
-        if kind is not None and kind not in KINDS:
-            raise InvalidId128(f"kind {kind!r} is neither 'uuidv7' nor 'ulid'", "type")
+        kind = _kind(kind)
         return cls._read(int.from_bytes(data, "big"), kind, None, bytes(data).hex())
 
     @classmethod
@@ -285,15 +294,15 @@ class Id128:
         return f"Id128({str(self)!r}, kind={self._kind!r})"
 
     def decode(self, node_bits: Optional[int] = None, kind: Optional[str] = None) -> Decoded:
-        """The ID's fields, read by the layout of `kind` (default: its own kind). The node
-        field is read only when `node_bits` (0..24, as the generator had it) is given: the
-        bits themselves do not say how wide it is."""
-        kind = kind or self._kind
-        if kind not in KINDS:
-            raise InvalidId128(
-                "decode needs the kind (uuidv7 or ulid): this ID's text did not say", "type"
-            )
+        """The ID's fields, read by the layout of `kind` (default: its own kind; for an ID of
+        no kind, a UUIDv7 when its version and variant bits say so, else a ULID, as idmint's
+        server reads it). The node field is read only when `node_bits` (0..24, as the
+        generator had it) is given: the bits themselves do not say how wide it is."""
         v = self._value
+        kind = _kind(kind) or self._kind
+        if kind is None:
+            # As idmint's server reads an ID of no stated kind.
+            kind = UUIDV7 if (v >> 76) & 0xF == 7 and (v >> 62) & 0b11 == 0b10 else ULID
         ms = v >> 80
         if kind == UUIDV7:
             counter = ((v >> 64) & 0xFFF) << 12 | (v >> 50) & 0xFFF

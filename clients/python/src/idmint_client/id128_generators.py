@@ -95,6 +95,8 @@ class _Generator128:
         # The last ID's millisecond and counter: the next ID is above them.
         self._ms = -1
         self._counter = 0
+        # The latest clock reading that started a millisecond: the lead is measured from it.
+        self._clock_high = -1
         self._words: tuple = ()
         self._word_at = _POOL_WORDS  # empty: the first ID fills it
         _register(self)
@@ -142,7 +144,7 @@ class _Generator128:
             # does not say how many came before it, and at least 2**23 IDs fit in the ms.
             if now >= _MS_LIMIT:
                 raise IdmintError(f"the clock ({now} ms) is past what 48 bits of milliseconds hold")
-            self._ms = now
+            self._ms = self._clock_high = now
             self._counter = self._word() >> 41
         elif self._ms < 0:
             raise IdmintError(f"the clock ({now} ms) is before 1970")
@@ -155,16 +157,18 @@ class _Generator128:
 
     def _borrow(self, now: int) -> None:
         """The counter is used up: the next millisecond, counter 0, at most MAX_LEAD_MS ahead
-        of the clock (waiting for the clock, under the lock, when further)."""
+        of the latest clock reading (waiting for the clock, under the lock, when further).
+        Measured from the latest reading, not this one, as idmint's core does: a clock stepped
+        back leaves the generator counting on, not waiting for the clock to come back."""
         ms = self._ms + 1
         if ms >= _MS_LIMIT:
             raise IdmintError("the 48 bits of milliseconds are used up")
-        while ms - now > MAX_LEAD_MS:
+        while ms - max(now, self._clock_high) > MAX_LEAD_MS:
             time.sleep(min(ms - now - MAX_LEAD_MS, 50) / 1000)
             now = self._clock()
         if now > self._ms:
             # The clock caught up with the last ID meanwhile: its own millisecond, a new seed.
-            self._ms = now
+            self._ms = self._clock_high = now
             self._counter = self._word() >> 41
         else:
             self._ms, self._counter = ms, 0
