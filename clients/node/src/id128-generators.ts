@@ -64,6 +64,8 @@ abstract class Id128Generator {
   /** The last ID's millisecond and counter: the next ID is above them. */
   private ms = -1;
   private counter = 0;
+  /** The latest clock reading that started a millisecond: the lead is measured from it. */
+  private clockHigh = -1;
   // The tail after the counter (node field and random bits) as a high part of `hiBits` bits
   // and a low 32-bit word: the node's share of each, and how many random bits each keeps.
   private readonly nodeHi: number;
@@ -145,12 +147,14 @@ abstract class Id128Generator {
       throw new ConfigError("clock", `${now} is not a time in Unix milliseconds after 1970`);
     }
     // The counter is used up: the next millisecond, counter 0, at most MAX_LEAD_MS ahead of
-    // the clock (waiting for the clock when further).
+    // the latest clock reading (waiting for the clock when further). Measured from the latest
+    // reading, not this one, as idmint's core does: a clock stepped back leaves the generator
+    // counting on, not waiting for the clock to come back.
     const ms = this.ms + 1;
     if (ms >= MS_LIMIT) {
       throw new ConfigError("clock", "the 48 bits of milliseconds are used up");
     }
-    while (ms - now > MAX_LEAD_MS) {
+    while (ms - Math.max(now, this.clockHigh) > MAX_LEAD_MS) {
       blockFor(Math.min(ms - now - MAX_LEAD_MS, 50));
       now = this.clock();
     }
@@ -171,6 +175,7 @@ abstract class Id128Generator {
       throw new ConfigError("clock", `${now} is not a time 48 bits of milliseconds hold`);
     }
     this.ms = now;
+    this.clockHigh = now;
     this.counter = this.word() >>> 9;
   }
 

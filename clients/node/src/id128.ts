@@ -38,7 +38,8 @@ const HEX_PAIRS: readonly string[] = Array.from({ length: 256 }, (_, i) => i.toS
 const HEX32 = /^[0-9a-fA-F]{32}$/;
 const CANONICAL = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 const FORMS = "a canonical UUID (36 characters, 8-4-4-4-12), 32 hex digits or a 26-character ULID";
-const KINDS: readonly Id128Kind[] = ["uuidv7", "ulid"];
+/** The names a kind is read by, in any case: idmint's server and Rust core write `uuid7`. */
+const KIND_NAMES: Readonly<Record<string, Id128Kind>> = { uuidv7: "uuidv7", uuid7: "uuidv7", uuid: "uuidv7", ulid: "ulid" };
 
 /** The fields of one 128-bit ID (see {@link Id128.decode}). */
 export interface Id128Fields {
@@ -67,10 +68,17 @@ function hex8(w: number): string {
   return HEX_PAIRS[w >>> 24]! + HEX_PAIRS[(w >>> 16) & 255]! + HEX_PAIRS[(w >>> 8) & 255]! + HEX_PAIRS[w & 255]!;
 }
 
-function checkKind(kind: unknown): asserts kind is Id128Kind | undefined {
-  if (kind !== undefined && !KINDS.includes(kind as Id128Kind)) {
-    throw new InvalidId128Error("type", `kind ${JSON.stringify(kind)} is neither "uuidv7" nor "ulid"`);
+/** `kind` as an {@link Id128Kind} (undefined stays undefined), or {@link InvalidId128Error}. */
+function kindOf(kind: unknown): Id128Kind | undefined {
+  if (kind === undefined) {
+    return undefined;
   }
+  const name = typeof kind === "string" ? kind.toLowerCase() : "";
+  const found = Object.hasOwn(KIND_NAMES, name) ? KIND_NAMES[name] : undefined;
+  if (found === undefined) {
+    throw new InvalidId128Error("type", `kind ${JSON.stringify(kind)} is not a 128-bit kind: "uuidv7" (or "uuid7") or "ulid"`);
+  }
+  return found;
 }
 
 /**
@@ -98,15 +106,15 @@ export class Id128 {
    * Reads a canonical UUID (36 characters), 32 hex digits or a 26-character ULID, in either
    * case. Throws {@link InvalidId128Error} saying what is wrong.
    *
-   * With `kind: "uuidv7"` the ID must carry version 7 and the RFC variant; with `"ulid"` any
+   * With `kind: "uuidv7"` (or `"uuid7"`, as idmint's server names it) the ID must carry version 7 and the RFC variant; with `"ulid"` any
    * value is a ULID. Without it, ULID text reads as a ULID, other text as a UUIDv7 when it
    * has that version and variant, else with no kind (`toString()` then writes the UUID form).
    */
-  static parse(text: string, kind?: Id128Kind): Id128 {
+  static parse(text: string, kind?: Id128Kind | "uuid7"): Id128 {
     if (typeof text !== "string") {
       throw new InvalidId128Error("type", `Id128.parse reads a string, not ${typeof text} (16 bytes: Id128.fromBytes)`);
     }
-    checkKind(kind);
+    const asked = kindOf(kind);
     let words: [number, number, number, number];
     let found: Id128Kind | undefined;
     if (text.length === 36) {
@@ -128,33 +136,32 @@ export class Id128 {
     } else {
       throw new InvalidId128Error("length", `${shown(text)} (${text.length} characters) is not a 128-bit ID: expected ${FORMS}`);
     }
-    return read(words, kind, found, text);
+    return read(words, asked, found, text);
   }
 
   /** Reads the 16 bytes, big-endian (as {@link Id128.toBytes} writes them); `kind` as in {@link Id128.parse}. */
-  static fromBytes(bytes: Uint8Array, kind?: Id128Kind): Id128 {
+  static fromBytes(bytes: Uint8Array, kind?: Id128Kind | "uuid7"): Id128 {
     if (!(bytes instanceof Uint8Array)) {
       throw new InvalidId128Error("type", "Id128.fromBytes reads a Uint8Array (or Buffer)");
     }
     if (bytes.length !== 16) {
       throw new InvalidId128Error("length", `a 128-bit ID is 16 bytes, not ${bytes.length}`);
     }
-    checkKind(kind);
+    const asked = kindOf(kind);
     const view = new DataView(bytes.buffer, bytes.byteOffset, 16);
     const words: [number, number, number, number] = [view.getUint32(0), view.getUint32(4), view.getUint32(8), view.getUint32(12)];
-    return read(words, kind, undefined, Buffer.from(bytes).toString("hex"));
+    return read(words, asked, undefined, Buffer.from(bytes).toString("hex"));
   }
 
   /** The ID of value `value` (0 ..= 2^128-1); `kind` as in {@link Id128.parse}. */
-  static fromBigInt(value: bigint, kind?: Id128Kind): Id128 {
+  static fromBigInt(value: bigint, kind?: Id128Kind | "uuid7"): Id128 {
     if (typeof value !== "bigint") {
       throw new InvalidId128Error("type", `Id128.fromBigInt reads a bigint, not ${typeof value}`);
     }
     if (value < 0n || value >> 128n !== 0n) {
       throw new InvalidId128Error("overflow", `${value} does not fit 128 bits`);
     }
-    checkKind(kind);
-    return read(bigWords(value), kind, undefined, value.toString(16));
+    return read(bigWords(value), kindOf(kind), undefined, value.toString(16));
   }
 
   /**
@@ -165,11 +172,12 @@ export class Id128 {
    * not fit.
    */
   static fromFields(
-    kind: Id128Kind,
+    kindName: Id128Kind | "uuid7",
     fields: { ms: number; counter?: number; random?: bigint; node?: number; nodeBits?: number },
   ): Id128 {
-    if (!KINDS.includes(kind)) {
-      throw new InvalidId128Error("type", `kind ${JSON.stringify(kind)} is neither "uuidv7" nor "ulid"`);
+    const kind = kindOf(kindName);
+    if (kind === undefined) {
+      throw new InvalidId128Error("type", 'Id128.fromFields needs a kind: "uuidv7" or "ulid"');
     }
     const { ms, counter = 0, random = 0n, node = 0, nodeBits = 0 } = fields;
     if (!Number.isInteger(nodeBits) || nodeBits < 0 || nodeBits > MAX_NODE_BITS) {
@@ -298,16 +306,15 @@ export class Id128 {
   // ---- fields ----------------------------------------------------------------------------
 
   /**
-   * The ID's fields, read by the layout of `kind` (default: its own). The node field is read
-   * only when `nodeBits` (0..24, as the generator had it) is given: the bits themselves do not
-   * say how wide it is.
+   * The ID's fields, read by the layout of `kind` (default: its own; for an ID of no kind, a
+   * UUIDv7 when its version and variant bits say so, else a ULID, as idmint's server reads
+   * it). The node field is read only when `nodeBits` (0..24, as the generator had it) is
+   * given: the bits themselves do not say how wide it is.
    */
-  decode(options: { nodeBits?: number; kind?: Id128Kind } = {}): Id128Fields {
-    const kind = options.kind ?? this.kind;
-    if (kind === undefined || !KINDS.includes(kind)) {
-      throw new InvalidId128Error("type", "decode needs the kind (uuidv7 or ulid): this ID's text did not say");
-    }
+  decode(options: { nodeBits?: number; kind?: Id128Kind | "uuid7" } = {}): Id128Fields {
     const { w0, w1, w2 } = this;
+    // An ID of no kind reads as idmint's server reads it: a UUIDv7 when its bits say so.
+    const kind = kindOf(options.kind) ?? this.kind ?? (((w1 >>> 12) & 0xf) === 7 && w2 >>> 30 === 0b10 ? "uuidv7" : "ulid");
     const ms = w0 * 65536 + (w1 >>> 16);
     const uuid = kind === "uuidv7";
     const counter = uuid ? ((w1 & 0xfff) << 12) | ((w2 >>> 18) & 0xfff) : ((w1 & 0xffff) << 8) | (w2 >>> 24);

@@ -146,11 +146,20 @@ test("refusals say what is wrong, with a typed reason", () => {
     () => Id128.fromFields("uuidv7", { ms: 0, node: 4, nodeBits: 2 }),
     () => Id128.fromFields("uuidv7", { ms: 0, nodeBits: 25 }),
     () => Id128.fromFields("uuidv4", { ms: 0 }),
-    () => Id128.fromBigInt(5n).decode(),
     () => Id128.fromBigInt(5n, "ulid").decode({ nodeBits: 25 }),
   ]) {
     refusal(call);
   }
+});
+
+test("kind names, and the kind of an ID of none", () => {
+  const v7 = Id128.fromFields("uuid7", { ms: T, counter: 1 });
+  for (const name of ["uuidv7", "uuid7", "UUID", "Uuid7"]) {
+    assert.equal(Id128.parse(v7.toHex(), name).kind, "uuidv7");
+  }
+  assert.equal(Id128.fromBigInt(v7.toBigInt()).decode().kind, "uuidv7"); // its bits say UUIDv7
+  assert.equal(Id128.fromBigInt(5n).decode().kind, "ulid"); // they do not
+  assert.throws(() => Id128.parse(v7.toHex(), "toString"), InvalidId128Error);
 });
 
 test("decode reads the time", () => {
@@ -230,6 +239,19 @@ test("borrowing beyond the lead waits for the clock", () => {
   assert.equal(clock.reads, reads + 4, "did not wait for the clock");
   assert.deepEqual(fields(made), [lastMs + 1, 0]);
   assert.ok(made.decode().ms - clock.ms <= MAX_LEAD_MS);
+});
+
+test("a clock stepped back does not stall a borrow", () => {
+  // The lead is measured from the latest clock reading, so a used-up counter borrows the next
+  // millisecond at once even with the clock five seconds back.
+  const clock = fakeClock(T);
+  const gen = new UlidGenerator({ clock });
+  gen.next();
+  clock.ms = T - 5000;
+  gen.counter = COUNTER_MAX;
+  const reads = clock.reads;
+  assert.deepEqual(fields(gen.next()), [T + 1, 0]);
+  assert.equal(clock.reads, reads + 1);
 });
 
 test("a clock stepped back never repeats nor decreases", () => {
