@@ -38,6 +38,8 @@ type Client struct {
 
 	closed  atomic.Bool
 	closing chan struct{} // closed by Close: background retries stop
+
+	uuid7, ulid *Generator // made here, no node involved
 }
 
 // New makes a client of config.Nodes. It opens no connection yet (the first call does); it
@@ -59,6 +61,9 @@ func New(config Config) (*Client, error) {
 		closing: make(chan struct{}),
 		tags:    newTagTable(),
 	}
+	// Without a node field these cannot be refused.
+	c.uuid7, _ = NewUUID7Generator(GeneratorOptions{})
+	c.ulid, _ = NewULIDGenerator(GeneratorOptions{})
 	return c, nil
 }
 
@@ -83,6 +88,14 @@ func (c *Client) Next(ctx context.Context, tag string) (int64, error) {
 	}
 	return c.nextSlow(ctx, b)
 }
+
+// UUID7 is a UUIDv7 made here, with no round trip: above every one this client made before
+// (see Generator; no node field). It needs no node, so it works after Close too.
+func (c *Client) UUID7() ID128 { return c.uuid7.Next() }
+
+// ULID is a ULID made here, with no round trip (its text: ULIDString): above every one this
+// client made before. It needs no node, so it works after Close too.
+func (c *Client) ULID() ID128 { return c.ulid.Next() }
 
 // Tag returns a handle on one tag's IDs, for a loop that draws many: its Next skips the lookup
 // by name. It stops (with ErrClosed) once the client is closed.

@@ -91,6 +91,16 @@ impl BlockingClient {
         self.block_on(self.client.snowflakes(n))
     }
 
+    /// A UUIDv7 made here; see [`Client::uuid7`].
+    pub fn uuid7(&self) -> Result<idmint_core::Id128> {
+        self.client.uuid7()
+    }
+
+    /// A ULID made here; see [`Client::ulid`].
+    pub fn ulid(&self) -> Result<idmint_core::Id128> {
+        self.client.ulid()
+    }
+
     /// The client's counters.
     pub fn stats(&self) -> ClientStats {
         self.client.stats()

@@ -3,8 +3,11 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use idmint_core::{Clock, SegmentBuffer, SegmentConfig, SystemClock, Tag};
+use idmint_core::{
+    Clock, Id128, Id128Generator, Id128Kind, SegmentBuffer, SegmentConfig, SystemClock, Tag,
+};
 use tokio::runtime::Handle;
 use tokio::time::Instant;
 
@@ -40,6 +43,9 @@ struct Inner {
     buffers: TagTable,
     adding: Mutex<()>,
     snowflakes: Snowflakes,
+    /// UUIDv7s and ULIDs are made here: no node is asked (nothing to coordinate).
+    uuid7: Id128Generator,
+    ulid: Id128Generator,
     closed: AtomicBool,
     /// Dated tags (the nodes refused them a range, `dated`): their IDs are taken from a node
     /// one call at a time, never kept, since a kept ID would outlive its period. Read on the
@@ -100,12 +106,25 @@ impl Client {
             config.snowflake_max_age,
             config.max_wait,
         );
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let id128 = |kind| {
+            let builder = Id128Generator::builder(kind).clock(clock.clone());
+            match config.id128_node {
+                Some((bits, node)) => builder.node(bits, node),
+                None => builder,
+            }
+            .build()
+            .map_err(|e| Error::from_core(e, Duration::ZERO))
+        };
+        let (uuid7, ulid) = (id128(Id128Kind::Uuid7)?, id128(Id128Kind::Ulid)?);
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
                 nodes,
                 ranges,
-                clock: Arc::new(SystemClock::new()),
+                clock,
+                uuid7,
+                ulid,
                 runtime,
                 buffers: TagTable::new(),
                 adding: Mutex::new(()),
@@ -198,6 +217,28 @@ impl Client {
     pub async fn snowflakes(&self, n: usize) -> Result<Vec<u64>> {
         self.check_open()?;
         self.inner.snowflakes.take(&self.inner.nodes, n).await
+    }
+
+    /// A UUIDv7 (RFC 9562) made here, no round trip: above every one this client made
+    /// before, on any thread; 48-bit milliseconds, a 24-bit counter, then the node field of
+    /// [`ClientConfig::id128_node`](crate::ClientConfig::id128_node) and CSPRNG bits (the
+    /// layout of the nodes' `IDMINT.UUID`, docs/ARCHITECTURE.md "128-bit IDs").
+    /// `Id128Form::Uuid.render(id)` (or `to_string()`) writes `0192f3a1-7c2e-7a3b-...`.
+    pub fn uuid7(&self) -> Result<Id128> {
+        self.id128(&self.inner.uuid7)
+    }
+
+    /// A ULID made here, as [`uuid7`](Self::uuid7) makes UUIDs (`Id128Form::Ulid.render(id)`
+    /// writes its 26 characters).
+    pub fn ulid(&self) -> Result<Id128> {
+        self.id128(&self.inner.ulid)
+    }
+
+    /// Needs no node, so it works after [`close`](Self::close) too (as in the Java and Go
+    /// libraries).
+    fn id128(&self, ids: &Id128Generator) -> Result<Id128> {
+        ids.next_id()
+            .map_err(|e| Error::from_core(e, Duration::ZERO))
     }
 
     /// The client's counters.
@@ -318,5 +359,67 @@ impl Drop for Inner {
                 let _ = buffer.shutdown().await;
             }
         }));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::collections::HashSet;
+
+    use super::*;
+    use crate::BlockingClient;
+
+    /// No node is needed: the address is never dialled for 128-bit IDs.
+    fn config() -> ClientConfig {
+        ClientConfig::new(["redis://127.0.0.1:9"])
+    }
+
+    #[test]
+    fn uuids_and_ulids_are_made_here_increasing_across_threads() {
+        let client = Arc::new(BlockingClient::new(config().with_id128_node(8, 200)).unwrap());
+        let in_order = Arc::new(Mutex::new(Vec::new()));
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                let (client, in_order) = (client.clone(), in_order.clone());
+                std::thread::spawn(move || {
+                    for _ in 0..5_000 {
+                        let mut list = in_order.lock().unwrap();
+                        list.push(client.uuid7().unwrap());
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let ids = in_order.lock().unwrap();
+        assert!(ids.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 20_000);
+        let decoded = ids[0].decode(None, 8).unwrap();
+        assert_eq!((decoded.kind, decoded.node), (Id128Kind::Uuid7, Some(200)));
+        let ulid = client.ulid().unwrap();
+        assert_eq!(
+            ulid.decode(Some(Id128Kind::Ulid), 8).unwrap().node,
+            Some(200)
+        );
+        client.close();
+        assert!(client.uuid7().unwrap() > *ids.last().unwrap(), "no node needed");
+    }
+
+    #[test]
+    fn a_node_field_that_does_not_fit_is_refused_by_name() {
+        for config in [
+            config().with_id128_node(0, 0),
+            config().with_id128_node(3, 8),
+        ] {
+            match BlockingClient::new(config) {
+                Err(Error::Config { source }) => {
+                    assert_eq!(source.field, crate::ConfigField::Id128Node);
+                }
+                other => panic!("accepted: {:?}", other.map(|_| ())),
+            }
+        }
     }
 }

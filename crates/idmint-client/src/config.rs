@@ -47,6 +47,10 @@ pub struct ClientConfig {
     /// The age past which a snowflake batch is thrown away unused, so that the snowflakes a
     /// client hands out stay close to the time they are handed out. Default 100 ms.
     pub snowflake_max_age: Duration,
+    /// A node field in the UUIDv7s and ULIDs this client makes (`(bits, node)`, 1 to 24 bits):
+    /// clients given different nodes never make the same 128-bit ID, whatever their random
+    /// bits. Default none: 50 (UUIDv7) or 56 (ULID) random bits per ID.
+    pub id128_node: Option<(u32, u32)>,
 }
 
 impl std::fmt::Debug for ClientConfig {
@@ -65,6 +69,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("max_backoff", &self.max_backoff)
             .field("snowflake_batch", &self.snowflake_batch)
             .field("snowflake_max_age", &self.snowflake_max_age)
+            .field("id128_node", &self.id128_node)
             .finish()
     }
 }
@@ -86,6 +91,7 @@ impl ClientConfig {
             max_backoff: Duration::from_secs(30),
             snowflake_batch: 64,
             snowflake_max_age: Duration::from_millis(100),
+            id128_node: None,
         }
     }
 
@@ -146,6 +152,12 @@ impl ClientConfig {
         self
     }
 
+    /// A node field of `bits` bits holding `node` in the client's UUIDv7s and ULIDs.
+    pub fn with_id128_node(mut self, bits: u32, node: u32) -> Self {
+        self.id128_node = Some((bits, node));
+        self
+    }
+
     /// Refuses what cannot work, naming the field.
     pub(crate) fn validate(&self) -> Result<()> {
         let refuse = |field, why: &str| Err(ConfigError::new(field, why).into());
@@ -185,6 +197,14 @@ impl ClientConfig {
         if self.snowflake_batch == 0 {
             return refuse(ConfigField::SnowflakeBatch, "must be at least 1");
         }
+        if let Some((bits, node)) = self.id128_node {
+            if !(1..=idmint_core::id128::MAX_NODE_BITS).contains(&bits) {
+                return refuse(ConfigField::Id128Node, "takes 1 to 24 bits");
+            }
+            if u64::from(node) >> bits != 0 {
+                return refuse(ConfigField::Id128Node, "the node does not fit its bits");
+            }
+        }
         Ok(())
     }
 }
@@ -213,6 +233,8 @@ mod tests {
                 base().with_snowflakes(0, Duration::from_millis(5)),
                 ConfigField::SnowflakeBatch,
             ),
+            (base().with_id128_node(25, 1), ConfigField::Id128Node),
+            (base().with_id128_node(4, 16), ConfigField::Id128Node),
         ] {
             match config.validate() {
                 Err(crate::Error::Config { source }) => {

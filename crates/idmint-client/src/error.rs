@@ -172,6 +172,8 @@ pub enum ConfigField {
     SnowflakeBatch,
     /// `snowflake_max_age`.
     SnowflakeMaxAge,
+    /// `id128_node`.
+    Id128Node,
 }
 
 impl ConfigField {
@@ -190,6 +192,7 @@ impl ConfigField {
             ConfigField::MaxBackoff => "max_backoff",
             ConfigField::SnowflakeBatch => "snowflake_batch",
             ConfigField::SnowflakeMaxAge => "snowflake_max_age",
+            ConfigField::Id128Node => "id128_node",
         }
     }
 }

@@ -68,4 +68,8 @@ pub use error::{ConfigError, ConfigField, Error, Result};
 /// read exactly as the nodes do for `format=` and `FORMAT`: `IdForm::new(Radix::Base62)
 /// .with_prefix("ord_")?.encode(id)`.
 pub use idmint_core::form::{IdForm, Radix};
+/// UUIDv7s and ULIDs ([`Client::uuid7`], [`Client::ulid`]): the value, its text forms
+/// (`Id128Form::Uuid.render(id)`, `Id128::parse(text)`), and the generator itself for code
+/// that wants one of its own.
+pub use idmint_core::id128::{Decoded128, Id128, Id128Form, Id128Generator, Id128Kind};
 pub use stats::ClientStats;

@@ -63,7 +63,21 @@ pub struct DecodeArgs {
         conflicts_with = "store"
     )]
     pub tag: Option<String>,
+
+    /// Read a 128-bit ID as this kind, uuid7 or ulid. [default: uuid7 when its version and
+    /// variant bits say so, ulid otherwise]
+    #[arg(long, value_name = "KIND")]
+    pub kind: Option<String>,
+
+    /// The width of the node field of a 128-bit ID, to show the node it was made on (`serve
+    /// --id128-node` uses the layout's datacenter and worker bits).
+    #[arg(long, value_name = "BITS", default_value_t = 0)]
+    pub node_bits: u32,
 }
+
+/// The lengths of the text forms of 128-bit IDs (canonical, hex, ULID): no decimal 64-bit ID
+/// is that long, so an ID of one of them is read as 128-bit.
+const ID128_LENGTHS: [usize; 3] = [36, 32, 26];
 
 /// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
 /// (a sign of the wrong layout) to `warn`.
@@ -73,6 +87,17 @@ pub fn run(
     out: &mut dyn Write,
     warn: &mut dyn Write,
 ) -> Result<()> {
+    let text = args.id.trim();
+    if args.form.format.is_none() && ID128_LENGTHS.contains(&text.len()) {
+        return decode_id128(args, text, now_ms, out, warn);
+    }
+    if args.kind.is_some() || args.node_bits > 0 {
+        return Err(InputError::new(
+            "--kind",
+            "--kind and --node-bits read 128-bit IDs: 36, 32 or 26 characters",
+        )
+        .into());
+    }
     let id = match args.form.resolve()? {
         Some(form) => form
             .decode(&args.id)
@@ -199,6 +224,61 @@ fn write_segment(
     } else {
         writeln!(out, "id:      {id}\ntag:     {tag}\nplain:   {plain}").context("writing")
     }
+}
+
+/// `idmint decode` of a UUIDv7 or ULID: its time, kind, counter and node field.
+fn decode_id128(
+    args: &DecodeArgs,
+    text: &str,
+    now_ms: u64,
+    out: &mut dyn Write,
+    warn: &mut dyn Write,
+) -> Result<()> {
+    let reason = crate::cmd_id128::reason;
+    let id = idmint_core::Id128::parse(text).map_err(|e| InputError::new("ID", reason(e)))?;
+    let kind = args
+        .kind
+        .as_deref()
+        .map(idmint_core::Id128Kind::parse)
+        .transpose()
+        .map_err(|e| InputError::new("--kind", reason(e)))?;
+    let decoded = id
+        .decode(kind, args.node_bits)
+        .map_err(|e| InputError::new("--node-bits", reason(e)))?;
+    if args.json {
+        let mut value = serde_json::to_value(&decoded).context("writing JSON")?;
+        value["id"] = serde_json::Value::String(text.to_owned());
+        serde_json::to_writer_pretty(&mut *out, &value).context("writing JSON")?;
+        writeln!(out).context("writing JSON")?;
+    } else {
+        let mut lines = vec![
+            ("id", text.to_owned()),
+            ("kind", decoded.kind.to_string()),
+            ("time", decoded.time.clone()),
+            ("unix ms", decoded.ms.to_string()),
+        ];
+        if let (Some(version), Some(variant)) = (decoded.version, decoded.variant) {
+            lines.push(("version", version.to_string()));
+            lines.push(("variant", format!("{variant:#04b}")));
+        }
+        lines.push(("counter", decoded.counter.to_string()));
+        if let Some(node) = decoded.node {
+            lines.push(("node", node.to_string()));
+        }
+        for (label, value) in lines {
+            writeln!(out, "{:<9}{value}", format!("{label}:"))?;
+        }
+    }
+    if decoded.ms > now_ms.saturating_add(FUTURE_SLACK_MS) {
+        writeln!(
+            warn,
+            "warning: ID {text} decodes to {}, which is in the future: is it a 128-bit ID of \
+             another kind?",
+            decoded.time
+        )
+        .context("writing the warning")?;
+    }
+    Ok(())
 }
 
 /// The refusal of `--store` in a namespace where no node recorded an ID space.

@@ -16,6 +16,7 @@ mod cmd_client;
 mod cmd_decode;
 mod cmd_docs;
 mod cmd_health;
+mod cmd_id128;
 mod cmd_id_space;
 mod cmd_layout;
 mod cmd_permutation_key;
@@ -33,11 +34,13 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use idmint_core::clock::wall_clock_ms;
+use idmint_core::Id128Kind;
 
 use crate::cmd_client::{NextArgs, TagsArgs};
 use crate::cmd_decode::DecodeArgs;
 use crate::cmd_docs::{CompletionsArgs, ManArgs};
 use crate::cmd_health::HealthArgs;
+use crate::cmd_id128::Id128Args;
 use crate::cmd_id_space::IdSpaceArgs;
 use crate::cmd_layout::LayoutArgs;
 use crate::cmd_permutation_key::PermutationKeyArgs;
@@ -73,7 +76,14 @@ enum Command {
     /// Show a snowflake layout: its fields, capacity and when it runs out.
     #[command(after_help = EXIT_STATUS_HELP)]
     Layout(LayoutArgs),
-    /// Take a snowflake ID apart: when it was minted and each of its fields.
+    /// Print UUIDv7s (RFC 9562), made here: strictly increasing, sortable, no server needed.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Uuid(Id128Args),
+    /// Print ULIDs, made here: strictly increasing, 26 characters that sort as they were made.
+    #[command(after_help = EXIT_STATUS_HELP)]
+    Ulid(Id128Args),
+    /// Take an ID apart: when it was minted and each of its fields (a snowflake, or a UUIDv7
+    /// or ULID given in one of their text forms).
     #[command(after_help = EXIT_STATUS_HELP)]
     Decode(DecodeArgs),
     /// Show the ID space (layout, epoch, datacenter, permutation key) a store pins, or change it
@@ -136,6 +146,8 @@ fn main() -> ExitCode {
         Command::Next(args) => cmd_client::next(args, &mut out),
         Command::Tags(args) => cmd_client::tags(args, &mut out),
         Command::Layout(args) => cmd_layout::run(args, now_ms, &mut out, &mut warn),
+        Command::Uuid(args) => cmd_id128::run(Id128Kind::Uuid7, args, &mut out),
+        Command::Ulid(args) => cmd_id128::run(Id128Kind::Ulid, args, &mut out),
         Command::Decode(args) => cmd_decode::run(args, now_ms, &mut out, &mut warn),
         Command::IdSpace(args) => cmd_id_space::run(args, now_ms, &mut out),
         Command::Sql(args) => cmd_sql::run(args, now_ms, &mut out),

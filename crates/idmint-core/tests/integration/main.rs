@@ -5,6 +5,7 @@
 
 mod dating_props;
 mod form_props;
+mod id128_props;
 mod layout_props;
 mod permutation_props;
 #[cfg(feature = "async")]

@@ -503,3 +503,86 @@ fn decodes_ids_written_in_text_forms() {
         run.stderr
     );
 }
+
+#[test]
+fn uuid_and_ulid_print_increasing_ids_that_other_tools_read() {
+    let uuids: Vec<String> = idmint(&["uuid", "-n", "2000"])
+        .ok()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(uuids.len(), 2000);
+    assert!(uuids.windows(2).all(|w| w[0] < w[1]), "not increasing");
+    for text in &uuids {
+        let parsed = uuid::Uuid::parse_str(text).expect("the uuid crate reads it");
+        assert_eq!(parsed.get_version_num(), 7);
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+        assert_eq!(parsed.hyphenated().to_string(), *text);
+    }
+    let ulids = idmint(&["ulid", "-n", "2000"]).ok().to_owned();
+    let ulids: Vec<&str> = ulids.lines().collect();
+    assert!(ulids.windows(2).all(|w| w[0] < w[1]), "not increasing");
+    assert!(ulids.iter().all(|u| u.len() == 26));
+    // Python's uuid module reads them as version 7, in the order given.
+    let python = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, uuid\n\
+             ids = [uuid.UUID(line) for line in sys.argv[1:]]\n\
+             assert all(u.version == 7 and u.variant == uuid.RFC_4122 for u in ids)\n\
+             assert ids == sorted(ids)\n\
+             print(len(ids))",
+        ])
+        .args(&uuids[..200])
+        .output()
+        .expect("python3");
+    assert_eq!(String::from_utf8_lossy(&python.stdout).trim(), "200");
+    let bytes = Command::new(env!("CARGO_BIN_EXE_idmint"))
+        .args(["ulid", "-n", "3", "--format", "bytes"])
+        .output()
+        .expect("run idmint");
+    assert_eq!(bytes.stdout.len(), 48);
+    assert!(bytes.stdout[..16] < bytes.stdout[16..32]);
+}
+
+#[test]
+fn decode_reads_both_128_bit_kinds_in_every_text_form() {
+    let made = idmint(&["uuid", "--node-bits", "10", "--node", "513"])
+        .ok()
+        .trim()
+        .to_owned();
+    let pairs = idmint(&["decode", &made, "--node-bits", "10"]).pairs();
+    assert_eq!(pairs["kind"], "uuid7");
+    assert_eq!(pairs["version"], "7");
+    assert_eq!(pairs["node"], "513");
+    let hex = made.replace('-', "").to_uppercase();
+    assert_eq!(
+        idmint(&["decode", &hex, "--node-bits", "10"]).pairs()["node"],
+        "513"
+    );
+    let ulid = idmint(&["ulid"]).ok().trim().to_owned();
+    let json = idmint_json(&["decode", &ulid, "--json"]);
+    assert_eq!(json["kind"], "ulid");
+    assert_eq!(json["id"], ulid.as_str());
+    assert!(json.get("version").is_none());
+    assert!(json["ms"].as_u64().unwrap() > 1_700_000_000_000);
+    // The same 128 bits read as the other kind when asked.
+    let as_uuid = idmint_json(&["decode", &ulid, "--json", "--kind", "uuid7"]);
+    assert_eq!(as_uuid["kind"], "uuid7");
+}
+
+#[test]
+fn uuid_ulid_and_decode_refuse_bad_input_naming_the_flag() {
+    idmint(&["uuid", "-n", "0"]).usage_error(&["--count", "between 1 and"]);
+    idmint(&["ulid", "--format", "base62"]).usage_error(&["--format", "uuid, ulid, hex or bytes"]);
+    idmint(&["uuid", "--node-bits", "25", "--node", "1"]).usage_error(&["--node-bits", "24"]);
+    idmint(&["uuid", "--node-bits", "4", "--node", "16"]).usage_error(&["--node", "4 bits"]);
+    idmint(&["uuid", "--node-bits", "0", "--node", "0"]).usage_error(&["--node-bits"]);
+    idmint(&["decode", "0192f3a1-7c2e-7a3b-8d4e-5f60718293g4"]).usage_error(&["ID", "8-4-4-4-12"]);
+    idmint(&["decode", "01ARZ3NDEKTSV4RRFFQ69G5FAU"]).usage_error(&["ID", "no I, L, O, U"]);
+    idmint(&["decode", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"]).usage_error(&["ID", "first character 0-7"]);
+    idmint(&["decode", DISCORD_ID, "--kind", "ulid"]).usage_error(&["--kind", "128-bit"]);
+    let ulid = idmint(&["ulid"]).ok().trim().to_owned();
+    idmint(&["decode", &ulid, "--kind", "uuid4"]).usage_error(&["--kind", "uuid7 or ulid"]);
+    idmint(&["decode", &ulid, "--node-bits", "30"]).usage_error(&["--node-bits", "24 bits"]);
+}

@@ -66,6 +66,8 @@ public final class IdMint implements AutoCloseable {
     private final ConcurrentHashMap<String, TagBuffer> buffers = new ConcurrentHashMap<>();
     private final Object adding = new Object();
     private final Snowflakes snowflakes;
+    private final Uuid7Generator uuid7 = Uuid7Generator.create();
+    private final UlidGenerator ulid = UlidGenerator.create();
 
     /**
      * A client of {@code config.nodes()}. Opens no connection yet: the first call does.
@@ -165,6 +167,22 @@ public final class IdMint implements AutoCloseable {
             checkOpen();
             return snowflakes.take(n, started);
         });
+    }
+
+    /**
+     * A UUIDv7 made here, with no round trip: above every one this client made before (see
+     * {@link Uuid7Generator}; no node field). Needs no node, so it works after {@link #close()} too.
+     */
+    public Id128 uuid7() {
+        return uuid7.next();
+    }
+
+    /**
+     * A ULID made here, with no round trip: above every one this client made before (see
+     * {@link UlidGenerator}; no node field). Needs no node, so it works after {@link #close()} too.
+     */
+    public Id128 ulid() {
+        return ulid.next();
     }
 
     /** The client's counters. */
