@@ -1,7 +1,9 @@
 // UUIDv7 and ULID made in this process: the shared vectors, order over many IDs, the counter's
-// edges, a clock that goes back, the node field, the client's uuid7()/ulid(). Needs no node.
+// edges, a clock that goes back, the node field, the client's uuid7()/ulid(). Needs no node;
+// IDMINT_BIN (the idmint binary) for the comparison with `idmint uuid|ulid|decode`.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
@@ -20,6 +22,7 @@ import {
   UlidGenerator,
   Uuid7Generator,
 } from "../dist/esm/index.js";
+import { idmintBinary } from "./support.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const VECTORS = JSON.parse(readFileSync(join(here, "..", "..", "conformance", "id128_vectors.json"), "utf8"));
@@ -345,4 +348,26 @@ test("the CommonJS build makes the same", () => {
   const cjs = createRequire(import.meta.url)("../dist/cjs/index.js");
   const made = new cjs.UlidGenerator().next();
   assert.equal(cjs.Id128.parse(made.toUuid()).toUlid(), made.toUlid());
+});
+
+test("idmint uuid|ulid's IDs read here, and idmint decode reads these as this library does", () => {
+  const idmint = (...args) => execFileSync(idmintBinary(), args).toString();
+  for (const [kind, command] of [["uuidv7", "uuid"], ["ulid", "ulid"]]) {
+    for (const form of ["uuid", "ulid", "hex"]) {
+      const lines = idmint(command, "-n", "500", "--node-bits", "10", "--node", "777", "--format", form).trim().split("\n");
+      const ids = lines.map((line) => Id128.parse(line, kind));
+      assert.equal(ids.length, 500);
+      assert.ok(increasing(ids));
+      assert.deepEqual(new Set(ids.map((id) => id.decode({ nodeBits: 10 }).node)), new Set([777]));
+    }
+    const made = new (kind === "ulid" ? UlidGenerator : Uuid7Generator)({ nodeBits: 12, node: 5 }).next();
+    for (const text of [made.toUuid(), made.toUlid(), made.toHex()]) {
+      const said = JSON.parse(idmint("decode", "--json", "--kind", kind, "--node-bits", "12", text));
+      const ours = made.decode({ nodeBits: 12 });
+      assert.deepEqual(
+        [said.ms, said.counter, said.node, said.version, said.variant, said.time],
+        [ours.ms, ours.counter, ours.node, ours.version, ours.variant, ours.time.toISOString()],
+      );
+    }
+  }
 });

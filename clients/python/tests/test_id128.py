@@ -1,9 +1,9 @@
 """UUIDv7 and ULID made in this process: the shared vectors, order across threads, the counter's
 edges, a clock that goes back, the node field, fork, and the client's uuid7()/ulid().
 
-    python -m unittest discover -s clients/python/tests -p test_id128.py -v
+    IDMINT_BIN=/path/to/idmint python -m unittest discover -s clients/python/tests -p test_id128.py -v
 
-Needs no node.
+Needs no node; IDMINT_BIN (the idmint binary) for the comparison with `idmint uuid|ulid|decode`.
 """
 
 import asyncio
@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 import sys
 import threading
 import unittest
@@ -386,6 +387,40 @@ class ClientMethods(unittest.TestCase):
         self.assertEqual((made_uuid.kind, made_ulid.kind), ("uuidv7", "ulid"))
         with self.assertRaises(ic.ClientClosed):
             client.ulid()
+
+
+class SameAsTheCli(unittest.TestCase):
+    """`idmint uuid|ulid` (the Rust core) and this library read each other's IDs the same."""
+
+    def setUp(self):
+        binary = os.environ.get("IDMINT_BIN")
+        if not binary:
+            self.fail("set IDMINT_BIN to the idmint binary (nothing is skipped)")
+        self.binary = binary
+
+    def idmint(self, *args):
+        return subprocess.run([self.binary, *args], check=True, capture_output=True, text=True).stdout
+
+    def test_the_clis_ids_read_here(self):
+        for kind, command in (("uuidv7", "uuid"), ("ulid", "ulid")):
+            for form in ("uuid", "ulid", "hex"):
+                lines = self.idmint(command, "-n", "500", "--node-bits", "10", "--node", "777", "--format", form).split()
+                ids = [ic.Id128.parse(line, kind=kind) for line in lines]
+                self.assertEqual(len(ids), 500)
+                self.assertTrue(all(a < b for a, b in zip(ids, ids[1:])))
+                self.assertEqual({i.decode(node_bits=10).node for i in ids}, {777})
+
+    def test_the_cli_decodes_these_ids_as_this_library_does(self):
+        for gen, kind in ((ic.Uuid7Generator(node=5, node_bits=12), "uuid7"), (ic.UlidGenerator(node=5, node_bits=12), "ulid")):
+            made = gen.new()
+            for text in (made.to_uuid_string(), made.to_ulid_string(), made.to_hex()):
+                said = json.loads(self.idmint("decode", "--json", "--kind", kind, "--node-bits", "12", text))
+                ours = made.decode(node_bits=12)
+                self.assertEqual(
+                    (said["ms"], said["counter"], said["node"], said.get("version"), said.get("variant")),
+                    (ours.ms, ours.counter, ours.node, ours.version, ours.variant),
+                )
+                self.assertEqual(said["time"], ours.time.isoformat(timespec="milliseconds").replace("+00:00", "Z"))
 
 
 class Readme(unittest.TestCase):
