@@ -5,7 +5,7 @@
  * in the order it hands them out, so no generator gives an ID twice. Per ID: the clock's
  * millisecond; a 24-bit counter that starts at a random value below 2^23 on each new
  * millisecond and counts up within it (past 2^24 - 1 it borrows the next millisecond, at most
- * one second ahead of the clock, then waits for it); an optional node field; then random bits
+ * one second ahead of the latest clock reading, then waits for the clock); an optional node field; then random bits
  * from the CSPRNG (`crypto.randomFillSync`, 4 KiB at a time). A clock that goes back changes
  * nothing: the generator counts on from where it was.
  *

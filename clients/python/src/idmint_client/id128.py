@@ -150,14 +150,18 @@ class Id128:
         kind = _kind(kind)
         if kind is None:
             raise InvalidId128("from_fields needs a kind: uuidv7 or ulid", "type")
-        fields = (("ms", ms), ("counter", counter), ("random", random), ("node", node), ("node_bits", node_bits))
+        fields = (
+            ("ms", ms), ("counter", counter), ("random", random), ("node", node), ("node_bits", node_bits)
+        )
         for name, value in fields:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InvalidId128(f"{name} must be a non-negative int, not {value!r}", "type")
         if node_bits > MAX_NODE_BITS:
             raise InvalidId128(f"node_bits must be in 0..{MAX_NODE_BITS}, not {node_bits}", "overflow")
         rand_bits = TAIL_BITS[kind] - node_bits
-        widths = (("ms", ms, 48), ("counter", counter, 24), ("node", node, node_bits), ("random", random, rand_bits))
+        widths = (
+            ("ms", ms, 48), ("counter", counter, 24), ("node", node, node_bits), ("random", random, rand_bits)
+        )
         for name, value, bits in widths:
             if value >> bits:
                 raise InvalidId128(f"{name} {value} does not fit its {bits} bits", "overflow")
@@ -175,9 +179,9 @@ class Id128:
         either case. Raises `InvalidId128` saying what is wrong.
 
         With `kind="uuidv7"` (or `uuid7`, as idmint's server names it) the ID must carry
-        version 7 and the RFC variant; with `kind="ulid"` any value is a ULID. Without `kind`, ULID text reads as a ULID, other
-        text as a UUIDv7 when it has that version and variant, else with no kind (`str()`
-        then writes the canonical UUID form).
+        version 7 and the RFC variant; with `kind="ulid"` any value is a ULID. Without
+        `kind`, ULID text reads as a ULID, other text as a UUIDv7 when it has that version and
+        variant, else with no kind (`str()` then writes the canonical UUID form).
         """
         if not isinstance(text, str):
             raise InvalidId128(
@@ -194,7 +198,9 @@ class Id128:
                         f"{_shown(text)} is not a canonical UUID: dashes belong at 9, 14, 19 and 24",
                         "dashes",
                     )
-                raise InvalidId128(f"{_shown(text)} is not a canonical UUID: not hex digits", "character")
+                raise InvalidId128(
+                    f"{_shown(text)} is not a canonical UUID: not hex digits", "character"
+                )
             value = int(text.replace("-", ""), 16)
             found = None
         elif n == 32:
@@ -312,8 +318,14 @@ class Id128:
             version = variant = None
         node = None
         if node_bits is not None:
-            if isinstance(node_bits, bool) or not isinstance(node_bits, int) or not 0 <= node_bits <= MAX_NODE_BITS:
-                raise InvalidId128(f"node_bits must be an int in 0..{MAX_NODE_BITS}, not {node_bits!r}", "type")
+            if (
+                isinstance(node_bits, bool)
+                or not isinstance(node_bits, int)
+                or not 0 <= node_bits <= MAX_NODE_BITS
+            ):
+                raise InvalidId128(
+                    f"node_bits must be an int in 0..{MAX_NODE_BITS}, not {node_bits!r}", "type"
+                )
             node = (v >> (TAIL_BITS[kind] - node_bits)) & ((1 << node_bits) - 1)
         try:
             when: Optional[datetime.datetime] = _EPOCH + datetime.timedelta(milliseconds=ms)

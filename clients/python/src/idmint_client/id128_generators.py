@@ -11,9 +11,9 @@ The same guarantees as idmint's own generators: the IDs of one generator strictl
 the order it hands them out, across all its threads (a lock), so no generator gives an ID
 twice. Per ID: the clock's millisecond; a 24-bit counter that starts at a random value below
 2**23 on each new millisecond and counts up within it (past 2**24 - 1 it borrows the next
-millisecond, at most one second ahead of the clock, then waits for it); an optional node field;
-then random bits from the OS's CSPRNG. A clock that goes back changes nothing: the generator
-counts on from where it was.
+millisecond, at most one second ahead of the latest clock reading, then waits for the clock);
+an optional node field; then random bits from the OS's CSPRNG. A clock that goes back changes
+nothing: the generator counts on from where it was.
 """
 
 from __future__ import annotations
@@ -83,7 +83,9 @@ class _Generator128:
         elif node_bits == 0:
             raise ConfigError(f"node={node} needs node_bits (1..{MAX_NODE_BITS}): its width in the ID")
         elif not 0 <= node < 1 << node_bits:
-            raise ConfigError(f"node {node} does not fit node_bits={node_bits} (0..{(1 << node_bits) - 1})")
+            raise ConfigError(
+                f"node {node} does not fit node_bits={node_bits} (0..{(1 << node_bits) - 1})"
+            )
         self._node = node
         self._node_bits = node_bits
         rand_bits = TAIL_BITS[self._kind] - node_bits
