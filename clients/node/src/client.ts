@@ -3,6 +3,8 @@
 import { toCallerError } from "./caller-errors.js";
 import { settings, type IdKind, type IdMintOptions, type IdOf, type Settings } from "./config.js";
 import { ClosedError, DatedError } from "./errors.js";
+import type { Id128 } from "./id128.js";
+import { UlidGenerator, Uuid7Generator } from "./id128-generators.js";
 import { BadReply, Nodes } from "./nodes.js";
 import { RemoteRanges } from "./remote-ranges.js";
 import type { Reply } from "./resp.js";
@@ -47,6 +49,9 @@ export class IdMint<K extends IdKind = "bigint"> {
   /** Dated tags: the nodes refused them a range; their IDs are taken one call at a time. */
   private readonly dated = new Set<string>();
   private readonly strings: boolean;
+  /** 128-bit IDs are made here: one generator of each kind per client. */
+  private readonly uuid7s = new Uuid7Generator();
+  private readonly ulids = new UlidGenerator();
   private closed = false;
 
   /**
@@ -118,6 +123,26 @@ export class IdMint<K extends IdKind = "bigint"> {
     this.checkOpen();
     const ids = await this.snowflakes_.take(n);
     return this.strings ? (ids.map(String) as Array<IdOf<K>>) : (ids as Array<IdOf<K>>);
+  }
+
+  /**
+   * A UUIDv7, made in this process (no node is asked, so no Promise): above every UUIDv7
+   * this client made before. `toString()` gives the canonical text. Throws
+   * {@link ClosedError} once closed.
+   */
+  uuid7(): Id128 {
+    this.checkOpen();
+    return this.uuid7s.next();
+  }
+
+  /**
+   * A ULID, made in this process (no node is asked, so no Promise): above every ULID this
+   * client made before. `toString()` gives its 26-character text. Throws
+   * {@link ClosedError} once closed.
+   */
+  ulid(): Id128 {
+    this.checkOpen();
+    return this.ulids.next();
   }
 
   /** The client's counters. */

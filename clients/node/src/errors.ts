@@ -230,6 +230,24 @@ export class InvalidArgumentError extends IdMintError {
   }
 }
 
+/** Which rule a text or value broke that is not a 128-bit ID (see {@link InvalidId128Error}). */
+export type Id128Refusal = "length" | "character" | "dashes" | "overflow" | "version" | "type";
+
+/**
+ * A text (or bytes, or fields) that is not a 128-bit ID in one of its forms (canonical UUID,
+ * 32 hex digits, 26-character ULID, 16 bytes), or not of the kind asked for (a UUID without
+ * version 7 and the RFC variant when a UUIDv7 was asked for). `reason` says which rule.
+ */
+export class InvalidId128Error extends InvalidArgumentError {
+  /** The rule broken. */
+  readonly reason: Id128Refusal;
+
+  constructor(reason: Id128Refusal, message: string) {
+    super("id", message, "invalid_id");
+    this.reason = reason;
+  }
+}
+
 /** The client was closed; it hands out nothing more. */
 export class ClosedError extends IdMintError {
   constructor() {

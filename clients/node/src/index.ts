@@ -15,6 +15,7 @@ export {
   ERROR_CODES,
   IdMintError,
   InvalidArgumentError,
+  InvalidId128Error,
   NodeFailedError,
   PeriodUnavailableError,
   PermutedError,
@@ -23,8 +24,17 @@ export {
   TagExhaustedError,
   UnavailableError,
   type ErrorKind,
+  type Id128Refusal,
   type NodeErrorCode,
 } from "./errors.js";
 export { IdForm, MAX_PREFIX, MAX_WIDTH, fullWidth, type Radix } from "./form.js";
+export { Id128, MAX_NODE_BITS, type Id128Fields, type Id128Kind } from "./id128.js";
+export {
+  COUNTER_MAX,
+  MAX_LEAD_MS,
+  UlidGenerator,
+  Uuid7Generator,
+  type Id128GeneratorOptions,
+} from "./id128-generators.js";
 export { MAX_SNOWFLAKES } from "./snowflakes.js";
 export type { ClientStats } from "./stats.js";

@@ -76,6 +76,17 @@ test("the IdForm example gives what its comments say", () => {
   assert.deepEqual(printed, results.map(([, , said]) => said.replace(/^"|"$/g, "").replace(/n$/, "")));
 });
 
+test("the UUIDv7 and ULID example prints what its comments say", () => {
+  const example = block("new Uuid7Generator()");
+  const printed = run(example).trim().split("\n");
+  assert.equal(printed.length, 5);
+  assert.equal(printed[0], "true");
+  assert.match(printed[1], /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  assert.match(printed[2], /^[0-7][0-9A-HJKMNP-TV-Z]{25} [0-9a-f]{32}$/);
+  assert.match(printed[3], /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/);
+  assert.match(printed[4], /^true \d{13}$/);
+});
+
 /** Starts `node` without --admin-token (the quick start gives no token). */
 async function startWithoutToken(n) {
   const { spawn } = await import("node:child_process");

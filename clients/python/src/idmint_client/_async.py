@@ -10,6 +10,8 @@ import redis.asyncio
 
 from . import _core as core
 from ._errors import ClientClosed, DatedTag, IdmintError, Unavailable
+from .id128 import Id128
+from .id128_generators import UlidGenerator, Uuid7Generator
 from ._sync import _unused_tails
 
 T = TypeVar("T")
@@ -186,6 +188,9 @@ class AsyncClient:
         self._sf_last = 0  # core.UNORDERED once the nodes say they permute their IDs
         self._sf_space_known = False
         self._sf_size = min(8, s.snowflake_batch)
+        # 128-bit IDs are made here, one generator of each kind per client.
+        self._uuid7s = Uuid7Generator()
+        self._ulids = UlidGenerator()
 
     # ---- segment IDs -------------------------------------------------------------------
 
@@ -451,6 +456,22 @@ class AsyncClient:
         self._stats.add("snowflake_batches")
         self._stats.add("snowflakes_fetched", len(ids))
         return ids, asked
+
+    # ---- 128-bit IDs, made locally -----------------------------------------------------
+
+    def uuid7(self) -> Id128:
+        """A UUIDv7, made in this process (no node is asked): above every UUIDv7 this client
+        made before (`.uuid` gives the stdlib's `uuid.UUID`, `str()` the canonical text). Not a coroutine: nothing to wait for."""
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        return self._uuid7s.new()
+
+    def ulid(self) -> Id128:
+        """A ULID, made in this process (no node is asked): above every ULID this client made
+        before (`str()` gives its 26-character text). Not a coroutine: nothing to wait for."""
+        if self._closed:
+            raise ClientClosed("the client is closed")
+        return self._ulids.new()
 
     # ---- the rest ----------------------------------------------------------------------
 

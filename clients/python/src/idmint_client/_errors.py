@@ -122,3 +122,14 @@ class AuthError(IdmintError):
 
 class ClientClosed(IdmintError):
     """The client was closed; it hands out nothing more."""
+
+
+class InvalidId128(IdmintError, ValueError):
+    """A text (or bytes) that is not a 128-bit ID in one of its forms (canonical UUID, 32 hex
+    digits, 26-character ULID, 16 bytes), or not of the kind asked for (a UUID without version 7
+    and the RFC variant when a UUIDv7 was asked for). `reason` says which rule it broke:
+    `length`, `character`, `dashes`, `overflow`, `version` or `type`."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
