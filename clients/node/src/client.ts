@@ -127,21 +127,18 @@ export class IdMint<K extends IdKind = "bigint"> {
 
   /**
    * A UUIDv7, made in this process (no node is asked, so no Promise): above every UUIDv7
-   * this client made before. `toString()` gives the canonical text. Throws
-   * {@link ClosedError} once closed.
+   * this client made before. `toString()` gives the canonical text. Needs no node, so it
+   * works after close too, as in every idmint library.
    */
   uuid7(): Id128 {
-    this.checkOpen();
     return this.uuid7s.next();
   }
 
   /**
    * A ULID, made in this process (no node is asked, so no Promise): above every ULID this
-   * client made before. `toString()` gives its 26-character text. Throws
-   * {@link ClosedError} once closed.
+   * client made before. `toString()` gives its 26-character text. Works after close too.
    */
   ulid(): Id128 {
-    this.checkOpen();
     return this.ulids.next();
   }
 

@@ -64,7 +64,7 @@ pub struct DecodeArgs {
     )]
     pub tag: Option<String>,
 
-    /// Read a 128-bit ID as this kind, uuid7 or ulid. [default: uuid7 when its version and
+    /// Read a 128-bit ID as this kind, uuidv7 or ulid. [default: uuidv7 when its version and
     /// variant bits say so, ulid otherwise]
     #[arg(long, value_name = "KIND")]
     pub kind: Option<String>,

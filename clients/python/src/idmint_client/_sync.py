@@ -494,16 +494,13 @@ class Client:
 
     def uuid7(self) -> Id128:
         """A UUIDv7, made in this process (no node is asked): above every UUIDv7 this client
-        made before (`.uuid` gives the stdlib's `uuid.UUID`, `str()` the canonical text)."""
-        if self._closed:
-            raise ClientClosed("the client is closed")
+        made before (`.uuid` gives the stdlib's `uuid.UUID`, `str()` the canonical text). Needs no
+        node, so it works after close too, as in every idmint library."""
         return self._uuid7s.new()
 
     def ulid(self) -> Id128:
         """A ULID, made in this process (no node is asked): above every ULID this client made
         before (`str()` gives its 26-character text)."""
-        if self._closed:
-            raise ClientClosed("the client is closed")
         return self._ulids.new()
 
     # ---- the rest ----------------------------------------------------------------------

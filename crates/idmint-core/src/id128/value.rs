@@ -19,11 +19,13 @@ pub const MAX_MS: u64 = (1 << 48) - 1;
 /// Which 128-bit layout an ID follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 pub enum Id128Kind {
-    /// RFC 9562 UUID version 7: version and variant bits fixed, 50 bits after the counter.
+    /// RFC 9562 UUID version 7 (`uuidv7`): version and variant bits fixed, 50 bits after the
+    /// counter.
+    #[cfg_attr(feature = "serde", serde(rename = "uuidv7"))]
     Uuid7,
-    /// ULID: no fixed bits, 56 bits after the counter.
+    /// ULID (`ulid`): no fixed bits, 56 bits after the counter.
+    #[cfg_attr(feature = "serde", serde(rename = "ulid"))]
     Ulid,
 }
 
@@ -39,12 +41,12 @@ impl Id128Kind {
     /// The name used by the front ends and in decoded output.
     pub const fn as_str(self) -> &'static str {
         match self {
-            Id128Kind::Uuid7 => "uuid7",
+            Id128Kind::Uuid7 => "uuidv7",
             Id128Kind::Ulid => "ulid",
         }
     }
 
-    /// Reads `uuid`, `uuid7`, `uuidv7` or `ulid`, in any case.
+    /// Reads `uuidv7` (also `uuid7`, `uuid`) or `ulid`, in any case.
     pub fn parse(name: &str) -> Result<Self> {
         match name.to_ascii_lowercase().as_str() {
             "uuid" | "uuid7" | "uuidv7" => Ok(Id128Kind::Uuid7),
@@ -52,7 +54,7 @@ impl Id128Kind {
             _ => Err(Error::argument(
                 "kind",
                 format!(
-                    "`{}` is not a 128-bit kind: use uuid7 or ulid",
+                    "`{}` is not a 128-bit kind: use uuidv7 or ulid",
                     name.chars().take(32).collect::<String>()
                 ),
             )),

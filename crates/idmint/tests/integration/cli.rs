@@ -552,7 +552,7 @@ fn decode_reads_both_128_bit_kinds_in_every_text_form() {
         .trim()
         .to_owned();
     let pairs = idmint(&["decode", &made, "--node-bits", "10"]).pairs();
-    assert_eq!(pairs["kind"], "uuid7");
+    assert_eq!(pairs["kind"], "uuidv7");
     assert_eq!(pairs["version"], "7");
     assert_eq!(pairs["node"], "513");
     let hex = made.replace('-', "").to_uppercase();
@@ -567,8 +567,8 @@ fn decode_reads_both_128_bit_kinds_in_every_text_form() {
     assert!(json.get("version").is_none());
     assert!(json["ms"].as_u64().unwrap() > 1_700_000_000_000);
     // The same 128 bits read as the other kind when asked.
-    let as_uuid = idmint_json(&["decode", &ulid, "--json", "--kind", "uuid7"]);
-    assert_eq!(as_uuid["kind"], "uuid7");
+    let as_uuid = idmint_json(&["decode", &ulid, "--json", "--kind", "uuidv7"]);
+    assert_eq!(as_uuid["kind"], "uuidv7");
 }
 
 #[test]
@@ -583,6 +583,6 @@ fn uuid_ulid_and_decode_refuse_bad_input_naming_the_flag() {
     idmint(&["decode", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"]).usage_error(&["ID", "first character 0-7"]);
     idmint(&["decode", DISCORD_ID, "--kind", "ulid"]).usage_error(&["--kind", "128-bit"]);
     let ulid = idmint(&["ulid"]).ok().trim().to_owned();
-    idmint(&["decode", &ulid, "--kind", "uuid4"]).usage_error(&["--kind", "uuid7 or ulid"]);
+    idmint(&["decode", &ulid, "--kind", "uuid4"]).usage_error(&["--kind", "uuidv7 or ulid"]);
     idmint(&["decode", &ulid, "--node-bits", "30"]).usage_error(&["--node-bits", "24 bits"]);
 }
