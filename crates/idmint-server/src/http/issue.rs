@@ -184,29 +184,39 @@ fn is_id128_length(text: &str) -> bool {
     matches!(text.len(), 26 | 32 | 36)
 }
 
+/// A 128-bit ID taken apart, as `/v1/decode/{id}` answers it, its fields in this order.
+#[derive(serde::Serialize)]
+struct DecodedId128 {
+    /// The canonical text, whatever form was given.
+    id: String,
+    kind: Id128Kind,
+    ms: u64,
+    time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variant: Option<u8>,
+    counter: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<u32>,
+}
+
 /// A 128-bit ID taken apart as `kind` (else as its version and variant bits say), with this
-/// node's node field when it gives its IDs one: `id` (canonical), `kind`, `ms`, `time`,
-/// `version` and `variant` (UUIDv7), `counter`, `node`.
+/// node's node field when it gives its IDs one.
 fn decoded_id128(
     state: &AppState,
     id: Id128,
     kind: Option<Id128Kind>,
-) -> Result<serde_json::Value, ApiError> {
+) -> Result<DecodedId128, ApiError> {
     let decoded = id.decode(kind, state.ids.id128_node_bits())?;
-    let mut out = serde_json::Map::new();
-    out.insert("id".into(), Id128Form::Uuid.render(id).into());
-    out.insert("kind".into(), decoded.kind.as_str().into());
-    out.insert("ms".into(), decoded.ms.into());
-    out.insert("time".into(), decoded.time.into());
-    if let Some(version) = decoded.version {
-        out.insert("version".into(), version.into());
-    }
-    if let Some(variant) = decoded.variant {
-        out.insert("variant".into(), variant.into());
-    }
-    out.insert("counter".into(), decoded.counter.into());
-    if let Some(node) = decoded.node {
-        out.insert("node".into(), node.into());
-    }
-    Ok(serde_json::Value::Object(out))
+    Ok(DecodedId128 {
+        id: Id128Form::Uuid.render(id),
+        kind: decoded.kind,
+        ms: decoded.ms,
+        time: decoded.time,
+        version: decoded.version,
+        variant: decoded.variant,
+        counter: decoded.counter,
+        node: decoded.node,
+    })
 }

@@ -5,8 +5,8 @@
 //! and `--id128-node`: the leased worker in every ID, two nodes of one store never sharing an
 //! ID, nor one node across a restart.
 
-use std::collections::HashSet;
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::process::Command;
 
 use idmint_core::{Id128, Id128Form};
@@ -29,7 +29,11 @@ async fn get(http: &reqwest::Client, server: &Server, path: &str) -> (u16, Strin
         .and_then(|value| value.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    (status, content_type, response.bytes().await.unwrap().to_vec())
+    (
+        status,
+        content_type,
+        response.bytes().await.unwrap().to_vec(),
+    )
 }
 
 /// The texts of a `{"ids": [...]}` body.
@@ -193,13 +197,19 @@ async fn http_answers_every_form_as_snowflakes_are_answered() {
 async fn resp_answers_like_idmint_snowflake_in_every_form() {
     let server = Server::start(&sqlite_url("id128-resp"), "id128-resp");
     let mut conn = resp(&server);
-    for (command, own) in [("IDMINT.UUID", Id128Form::Uuid), ("IDMINT.ULID", Id128Form::Ulid)] {
+    for (command, own) in [
+        ("IDMINT.UUID", Id128Form::Uuid),
+        ("IDMINT.ULID", Id128Form::Ulid),
+    ] {
         // No COUNT: one bulk string; COUNT n (even 1): an array.
         let one = call(&mut conn, &[command]).unwrap();
         assert!(matches!(one, Value::BulkString(_)), "{one:?}");
         assert_eq!(resp_ids(&one, own).len(), 1);
         let array = call(&mut conn, &[command, "COUNT", "1"]).unwrap();
-        assert!(matches!(&array, Value::Array(items) if items.len() == 1), "{array:?}");
+        assert!(
+            matches!(&array, Value::Array(items) if items.len() == 1),
+            "{array:?}"
+        );
         for form in [
             Id128Form::Uuid,
             Id128Form::Ulid,
@@ -216,8 +226,10 @@ async fn resp_answers_like_idmint_snowflake_in_every_form() {
             assert!(ids[8] < single[0]);
         }
     }
-    for id in resp_ids(&call(&mut conn, &["IDMINT.UUID", "COUNT", "20"]).unwrap(), Id128Form::Uuid)
-    {
+    for id in resp_ids(
+        &call(&mut conn, &["IDMINT.UUID", "COUNT", "20"]).unwrap(),
+        Id128Form::Uuid,
+    ) {
         assert!(id.is_uuid7());
     }
     // RESP3 answers the same bulk strings.
@@ -366,7 +378,11 @@ async fn bad_input_is_refused_and_takes_no_id() {
         ("/v1/uuid?count=10001", "invalid_count", "count"),
         ("/v1/ulid?count=x", "invalid_count", "count"),
         ("/v1/uuid?format=nope", "invalid_format", "format"),
-        ("/v1/ulid?format=uuid&format=hex", "invalid_format", "format"),
+        (
+            "/v1/ulid?format=uuid&format=hex",
+            "invalid_format",
+            "format",
+        ),
         ("/v1/uuid?count=1&count=2", "invalid_count", "count"),
     ] {
         let (status, content_type, body) = get(&http, &server, path).await;
@@ -378,15 +394,33 @@ async fn bad_input_is_refused_and_takes_no_id() {
         assert!(message.contains(names), "{path}: {message}");
     }
     for (args, error) in [
-        (&["IDMINT.UUID", "COUNT", "0"][..], "COUNT must be between 1 and 10000, got 0"),
-        (&["IDMINT.ULID", "COUNT", "10001"], "COUNT must be between 1 and 10000, got 10001"),
-        (&["IDMINT.UUID", "COUNT", "x"], "value is not an integer or out of range"),
-        (&["IDMINT.UUID", "FORMAT", "nope"], "FORMAT must be UUID, ULID, HEX or BYTES"),
-        (&["IDMINT.ULID", "FORMAT", "integer"], "FORMAT must be UUID, ULID, HEX or BYTES"),
+        (
+            &["IDMINT.UUID", "COUNT", "0"][..],
+            "COUNT must be between 1 and 10000, got 0",
+        ),
+        (
+            &["IDMINT.ULID", "COUNT", "10001"],
+            "COUNT must be between 1 and 10000, got 10001",
+        ),
+        (
+            &["IDMINT.UUID", "COUNT", "x"],
+            "value is not an integer or out of range",
+        ),
+        (
+            &["IDMINT.UUID", "FORMAT", "nope"],
+            "FORMAT must be UUID, ULID, HEX or BYTES",
+        ),
+        (
+            &["IDMINT.ULID", "FORMAT", "integer"],
+            "FORMAT must be UUID, ULID, HEX or BYTES",
+        ),
         (&["IDMINT.UUID", "SHARD", "1"], "syntax error"),
         (&["IDMINT.UUID", "COUNT"], "syntax error"),
         (&["IDMINT.ULID", "COUNT", "2", "FORMAT"], "syntax error"),
-        (&["IDMINT.DECODE"], "wrong number of arguments for 'idmint.decode' command"),
+        (
+            &["IDMINT.DECODE"],
+            "wrong number of arguments for 'idmint.decode' command",
+        ),
     ] {
         let refused = call(&mut conn, args).unwrap_err();
         assert!(refused.contains(error), "{args:?}: {refused}");
@@ -434,12 +468,27 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
     assert!(body.get("version").is_none());
     assert_eq!(body["ms"], ulid.ms());
     // `kind` reads it as asked.
-    let (_, body) = decode(format!("/v1/decode/{}?kind=ulid", Id128Form::Uuid.render(uuid))).await;
+    let (_, body) = decode(format!(
+        "/v1/decode/{}?kind=ulid",
+        Id128Form::Uuid.render(uuid)
+    ))
+    .await;
     assert_eq!(body["kind"], "ulid", "{body}");
-    let (status, body) = decode(format!("/v1/decode/{}?kind=nope", Id128Form::Uuid.render(uuid))).await;
-    assert_eq!((status, &body["error"]["code"]), (400, &"invalid_argument".into()));
+    let (status, body) = decode(format!(
+        "/v1/decode/{}?kind=nope",
+        Id128Form::Uuid.render(uuid)
+    ))
+    .await;
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &"invalid_argument".into())
+    );
     let (status, body) = decode("/v1/decode/0192f3a1-7c2e-7a3b-8d4e-5f60718293aZ".into()).await;
-    assert_eq!((status, &body["error"]["code"]), (400, &"invalid_id".into()), "{body}");
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (400, &"invalid_id".into()),
+        "{body}"
+    );
     // A snowflake is decoded as before.
     let (_, body) = decode("/v1/decode/175928847299117063".into()).await;
     assert!(body["layout"].is_string(), "{body}");
@@ -454,13 +503,16 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
     let fields = map(call(&mut conn, &["IDMINT.DECODE", &Id128Form::Ulid.render(ulid)]).unwrap());
     assert_eq!(fields["kind"], "ulid");
     assert!(!fields.contains_key("version"));
-    let fields = map(
-        call(
-            &mut conn,
-            &["IDMINT.DECODE", &Id128Form::Hex.render(uuid), "KIND", "ulid"],
-        )
-        .unwrap(),
-    );
+    let fields = map(call(
+        &mut conn,
+        &[
+            "IDMINT.DECODE",
+            &Id128Form::Hex.render(uuid),
+            "KIND",
+            "ulid",
+        ],
+    )
+    .unwrap());
     assert_eq!(fields["kind"], "ulid");
     // The 16 bytes, with KIND.
     let raw = redis::cmd("IDMINT.DECODE")
@@ -471,10 +523,22 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
         .unwrap();
     assert_eq!(map(raw)["id"], Id128Form::Uuid.render(uuid));
     for (args, error) in [
-        (&["IDMINT.DECODE", "0192f3a1-7c2e-7a3b-8d4e-5f60718293aZ"][..], "not a 128-bit ID"),
-        (&["IDMINT.DECODE", "abc", "KIND", "uuid7"], "not a 128-bit ID"),
-        (&["IDMINT.DECODE", "abc", "KIND", "nope"], "KIND must be UUID7 or ULID"),
-        (&["IDMINT.DECODE", "1", "KIND", "ulid", "TAG", "t"], "KIND reads a 128-bit ID"),
+        (
+            &["IDMINT.DECODE", "0192f3a1-7c2e-7a3b-8d4e-5f60718293aZ"][..],
+            "not a 128-bit ID",
+        ),
+        (
+            &["IDMINT.DECODE", "abc", "KIND", "uuid7"],
+            "not a 128-bit ID",
+        ),
+        (
+            &["IDMINT.DECODE", "abc", "KIND", "nope"],
+            "KIND must be UUID7 or ULID",
+        ),
+        (
+            &["IDMINT.DECODE", "1", "KIND", "ulid", "TAG", "t"],
+            "KIND reads a 128-bit ID",
+        ),
     ] {
         let refused = call(&mut conn, args).unwrap_err();
         assert!(refused.contains(error), "{args:?}: {refused}");
@@ -567,7 +631,12 @@ fn id128_node_is_refused_at_start_on_a_layout_too_wide() {
 #[test]
 fn redis_cli_reads_a_ulid() {
     let server = Server::start(&sqlite_url("id128-cli"), "id128-cli");
-    let port = server.resp.trim_end_matches('/').rsplit(':').next().unwrap();
+    let port = server
+        .resp
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap();
     let out = Command::new("redis-cli")
         .args(["-p", port, "IDMINT.ULID"])
         .output()
@@ -582,7 +651,10 @@ fn redis_cli_reads_a_ulid() {
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    let ids: Vec<Id128> = text.lines().map(|l| Id128::parse(l.trim()).unwrap()).collect();
+    let ids: Vec<Id128> = text
+        .lines()
+        .map(|l| Id128::parse(l.trim()).unwrap())
+        .collect();
     assert_eq!(ids.len(), 2);
     assert!(ids[0] < ids[1]);
     server.stop();
