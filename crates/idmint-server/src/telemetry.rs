@@ -7,10 +7,11 @@
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
 
-use idmint_core::Tag;
+use idmint_core::{Id128Kind, Tag};
 use metrics::Counter;
 
-/// Counter: IDs handed out, labels `kind` (`snowflake` or `segment`) and, for segments, `tag`.
+/// Counter: IDs handed out, labels `kind` (`snowflake`, `segment`, `uuid7` or `ulid`) and, for
+/// segments, `tag`.
 pub const IDS_ISSUED: &str = "idmint_ids_issued_total";
 /// Counter: error responses of the HTTP front end, label `code` (the `error.code` of the body).
 pub const HTTP_ERRORS: &str = "idmint_http_errors_total";
@@ -66,6 +67,8 @@ pub const AUTH_FAILURES: &str = "idmint_auth_failures_total";
 #[derive(Debug)]
 pub(crate) struct Recorded {
     snowflakes: Counter,
+    /// UUIDv7s and ULIDs, in [`id128_index`] order.
+    id128s: [Counter; 2],
 }
 
 impl Recorded {
@@ -122,6 +125,7 @@ impl Recorded {
         describe_store_and_resp();
         Self {
             snowflakes: snowflake_counter(),
+            id128s: id128_counters(),
         }
     }
 
@@ -129,6 +133,28 @@ impl Recorded {
     #[inline]
     pub(crate) fn snowflakes(&self, n: u64) {
         self.snowflakes.increment(n);
+    }
+
+    /// Counts `n` 128-bit IDs of `kind`.
+    #[inline]
+    pub(crate) fn id128s(&self, kind: Id128Kind, n: u64) {
+        self.id128s[id128_index(kind)].increment(n);
+    }
+}
+
+/// The counters of 128-bit IDs, `kind="uuid7"` then `kind="ulid"` (the kinds' names), for
+/// callers that keep the handles.
+pub(crate) fn id128_counters() -> [Counter; 2] {
+    [Id128Kind::Uuid7, Id128Kind::Ulid]
+        .map(|kind| metrics::counter!(IDS_ISSUED, "kind" => kind.as_str()))
+}
+
+/// The place of `kind`'s counter in [`id128_counters`].
+#[inline]
+pub(crate) fn id128_index(kind: Id128Kind) -> usize {
+    match kind {
+        Id128Kind::Uuid7 => 0,
+        Id128Kind::Ulid => 1,
     }
 }
 

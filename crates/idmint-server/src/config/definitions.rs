@@ -95,6 +95,13 @@ pub struct PartialConfig {
     #[arg(long, value_name = "NAME", env = "IDMINT_NODE_NAME")]
     pub node_name: Option<String>,
 
+    /// Put this node's datacenter and leased worker ID in a node field of its 128-bit IDs
+    /// (UUIDv7, ULID), so two nodes never give the same one even if their random bits met. The
+    /// field is as wide as the layout's dc and worker fields together (at most 24 bits), taken
+    /// from the random bits.
+    #[arg(long, value_name = "BOOL", env = "IDMINT_ID128_NODE")]
+    pub id128_node: Option<bool>,
+
     /// Token of the admin scope (everything), for HTTP (Authorization: Bearer) and the Redis
     /// protocol (AUTH). Prefer --admin-token-file or --tokens-file: a flag shows in the process
     /// list. With any token set, nothing but health checks is served without one.
@@ -340,6 +347,7 @@ impl PartialConfig {
             layout: Some(DEFAULT_LAYOUT.to_owned()),
             datacenter: Some(0),
             worker_id: Some(WorkerChoice::Auto),
+            id128_node: Some(lease.id128_node),
             auto_create_tags: Some(true),
             default_step: Some(1_000),
             allow_non_durable: Some(false),

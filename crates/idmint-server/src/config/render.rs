@@ -74,6 +74,7 @@ impl ServeConfig {
                     .map_or(WorkerChoice::Auto, WorkerChoice::Fixed),
             ),
             node_name: Some(self.node_name.clone()),
+            id128_node: Some(self.lease.id128_node),
             admin_token: self.tokens.admin_token.as_ref().map(|_| HIDDEN.to_owned()),
             admin_token_file: self.tokens.admin_token_file.clone(),
             tokens_file: self.tokens.tokens_file.clone(),

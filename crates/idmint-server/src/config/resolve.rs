@@ -242,6 +242,7 @@ impl ServeConfig {
             // One TTL: the longest a killed node's lease outlives it, so a node restarted right
             // after the kill gets a worker ID by default.
             worker_wait: layers.worker_wait.unwrap_or(ttl),
+            id128_node: defaulted(layers.id128_node, "id128-node")?,
             // Set from the store at start: the ID space pinned there.
             ..LeaseConfig::default()
         };

@@ -90,6 +90,41 @@ fn texts_json(
     out.into_bytes()
 }
 
+/// `{"ids":[...]}` of 128-bit IDs in a text `form`, each written by `Id128Form::encode` straight
+/// into the body (hex digits, base32 letters and dashes: nothing to escape); for
+/// [`Id128Form::Bytes`], the IDs' 16 bytes one after the other, no JSON.
+pub(crate) fn id128_body(
+    ids: impl Iterator<Item = idmint_core::Id128>,
+    count: u64,
+    form: idmint_core::Id128Form,
+) -> Vec<u8> {
+    let count = usize::try_from(count).unwrap_or(0);
+    let mut scratch = [0u8; idmint_core::id128::MAX_FORM_LEN];
+    if !form.is_text() {
+        let mut out = Vec::with_capacity(count.saturating_mul(16));
+        for id in ids {
+            out.extend_from_slice(form.encode(id, &mut scratch));
+        }
+        return out;
+    }
+    let mut out = Vec::with_capacity(
+        count
+            .saturating_mul(idmint_core::id128::MAX_FORM_LEN + 3)
+            .saturating_add(12),
+    );
+    out.extend_from_slice(b"{\"ids\":[");
+    for (i, id) in ids.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.push(b'"');
+        out.extend_from_slice(form.encode(id, &mut scratch));
+        out.push(b'"');
+    }
+    out.extend_from_slice(b"]}");
+    out
+}
+
 /// `{"start":"S","end":"E"}`.
 pub(crate) fn range_json(start: u64, end: u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(2 * MAX_DIGITS + 24);
@@ -110,6 +145,14 @@ pub(crate) fn plain_id(id: u64) -> Response {
 
 /// The content type of the JSON routes.
 pub(crate) const JSON: &str = "application/json";
+
+/// The content type of `format=bytes`: the raw 16 bytes of each 128-bit ID.
+pub(crate) const OCTETS: &str = "application/octet-stream";
+
+/// A 200 with raw bytes.
+pub(crate) fn octets(body: Vec<u8>) -> Response {
+    with_type(body, OCTETS)
+}
 
 /// The content type of Leaf's plain-text IDs.
 pub(crate) const PLAIN: &str = "text/plain; charset=utf-8";
@@ -194,5 +237,28 @@ mod tests {
         let range: serde_json::Value =
             serde_json::from_slice(&range_json(5, 15)).unwrap_or_default();
         assert_eq!(range, serde_json::json!({"start": "5", "end": "15"}));
+    }
+
+    #[test]
+    fn id128_bodies_are_json_of_the_forms_or_the_raw_bytes() {
+        use idmint_core::{Id128, Id128Form};
+        let ids = [
+            Id128::from_u128(0x0192_f3a1_7c2e_7a3b_8d4e_5f60_7182_93a4),
+            Id128::from_u128(u128::MAX >> 2),
+        ];
+        for form in [Id128Form::Uuid, Id128Form::Ulid, Id128Form::Hex] {
+            let body = id128_body(ids.into_iter(), 2, form);
+            let value: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let expected: Vec<String> = ids.iter().map(|id| form.render(*id)).collect();
+            assert_eq!(value, serde_json::json!({ "ids": expected }), "{form}");
+        }
+        let bytes = id128_body(ids.into_iter(), 2, Id128Form::Bytes);
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(bytes[..16], ids[0].to_bytes());
+        assert_eq!(bytes[16..], ids[1].to_bytes());
+        assert_eq!(
+            id128_body(std::iter::empty(), 0, Id128Form::Uuid),
+            br#"{"ids":[]}"#
+        );
     }
 }

@@ -8,10 +8,10 @@ use idmint_core::ErrorCode;
 use super::encode;
 use super::errors::ApiError;
 use super::params::{
-    Caller, CountQuery, DecodeQuery, IdText, Params, SizeQuery, SnowflakeQuery, TagPath,
+    Caller, CountQuery, DecodeQuery, Id128Query, IdText, Params, SizeQuery, SnowflakeQuery, TagPath,
 };
 use super::state::AppState;
-use idmint_core::DatedForm;
+use idmint_core::{DatedForm, Id128, Id128Form, Id128Kind};
 
 use crate::ids::Ids;
 use crate::telemetry;
@@ -32,6 +32,47 @@ pub(crate) async fn snowflake(
         count,
         query.form.as_deref(),
     )))
+}
+
+/// `GET /v1/uuid?count=N&format=F` → `{"ids": ["0192f3a1-7c2e-7a3b-8d4e-5f60718293a4"]}`:
+/// UUIDv7s, canonical unless `format` names another form (`bytes`: the raw 16 bytes of each, as
+/// `application/octet-stream`).
+pub(crate) async fn uuid(
+    State(state): State<AppState>,
+    Params(query): Params<Id128Query>,
+) -> Result<Response, ApiError> {
+    id128(&state, Id128Kind::Uuid7, Id128Form::Uuid, query).await
+}
+
+/// `GET /v1/ulid?count=N&format=F` → `{"ids": ["01JDQ7Z0V4F6X8ZP7M2K3N4Q5R"]}`: ULIDs, in
+/// their base32 text unless `format` names another form.
+pub(crate) async fn ulid(
+    State(state): State<AppState>,
+    Params(query): Params<Id128Query>,
+) -> Result<Response, ApiError> {
+    id128(&state, Id128Kind::Ulid, Id128Form::Ulid, query).await
+}
+
+/// `count` 128-bit IDs of `kind` in the form asked (else `default_form`), as `/v1/snowflake`
+/// answers: `{"ids": [...]}` whatever the count.
+async fn id128(
+    state: &AppState,
+    kind: Id128Kind,
+    default_form: Id128Form,
+    query: Id128Query,
+) -> Result<Response, ApiError> {
+    let count = state.count(query.count)?;
+    let form = query.form.unwrap_or(default_form);
+    let body = state
+        .ids
+        .id128s(kind, count, |batch| encode::id128_body(batch, count, form))
+        .await?;
+    state.recorded.id128s(kind, count);
+    Ok(if form.is_text() {
+        encode::json(body)
+    } else {
+        encode::octets(body)
+    })
 }
 
 /// `GET /v1/segment/{tag}?count=N` → `{"ids": ["..."]}`, ascending; a dated tag's in its form
@@ -95,6 +136,10 @@ pub(crate) async fn decode(
     IdText(text): IdText,
     Params(query): Params<DecodeQuery>,
 ) -> Result<Response, ApiError> {
+    if query.kind.is_some() || (!query.names_64_bit() && is_id128_length(&text)) {
+        let id = Id128::parse(&text)?;
+        return Ok(Json(decoded_id128(&state, id, query.kind)?).into_response());
+    }
     if let Some(tag) = &query.tag {
         let info = state.ids.store().segments.tag_info(tag).await?;
         if let Some(dating) = info.and_then(|info| info.dating) {
@@ -131,4 +176,47 @@ pub(crate) async fn decode(
         .into_response());
     }
     Ok(Json(state.ids.decode(id)?).into_response())
+}
+
+/// Whether `text` has the length of a 128-bit ID's text (canonical, hex or ULID): no 64-bit ID
+/// is written so long (20 decimal digits at most).
+fn is_id128_length(text: &str) -> bool {
+    matches!(text.len(), 26 | 32 | 36)
+}
+
+/// A 128-bit ID taken apart, as `/v1/decode/{id}` answers it, its fields in this order.
+#[derive(serde::Serialize)]
+struct DecodedId128 {
+    /// The canonical text, whatever form was given.
+    id: String,
+    kind: Id128Kind,
+    ms: u64,
+    time: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    version: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    variant: Option<u8>,
+    counter: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    node: Option<u32>,
+}
+
+/// A 128-bit ID taken apart as `kind` (else as its version and variant bits say), with this
+/// node's node field when it gives its IDs one.
+fn decoded_id128(
+    state: &AppState,
+    id: Id128,
+    kind: Option<Id128Kind>,
+) -> Result<DecodedId128, ApiError> {
+    let decoded = id.decode(kind, state.ids.id128_node_bits())?;
+    Ok(DecodedId128 {
+        id: Id128Form::Uuid.render(id),
+        kind: decoded.kind,
+        ms: decoded.ms,
+        time: decoded.time,
+        version: decoded.version,
+        variant: decoded.variant,
+        counter: decoded.counter,
+        node: decoded.node,
+    })
 }

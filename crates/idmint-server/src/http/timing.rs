@@ -54,8 +54,10 @@ enum Routes {
 impl Routes {
     /// The group of the route `path` leads to (as `router` lays the routes out).
     fn of(path: &str) -> Self {
-        const MINT: [&str; 6] = [
+        const MINT: [&str; 8] = [
             "/v1/snowflake",
+            "/v1/uuid",
+            "/v1/ulid",
             "/v1/segment/",
             "/v1/decode/",
             "/api/segment/get/",
@@ -188,6 +190,8 @@ mod tests {
     fn each_route_is_in_its_group() {
         for (path, routes) in [
             ("/v1/snowflake", Routes::Mint),
+            ("/v1/uuid", Routes::Mint),
+            ("/v1/ulid", Routes::Mint),
             ("/v1/segment/orders", Routes::Mint),
             ("/v1/segment/orders/lease", Routes::Mint),
             ("/v1/decode/42", Routes::Mint),

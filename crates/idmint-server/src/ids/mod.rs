@@ -4,6 +4,7 @@
 //! segment buffers ([`SegmentRegistry`]), and turns the generators' bounded waits into async
 //! waits on tokio timers, so no executor thread ever blocks on the clock or the store.
 
+mod id128;
 mod lease;
 mod segments;
 mod tag_buffer;
@@ -14,15 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use idmint_core::clock::Stopwatch;
+use idmint_core::id128::Id128Batch;
 use idmint_core::snowflake::Reservation;
 use idmint_core::{
-    Clock, DecodedId, Error, IdSpace, Layout, Permutation, Result, SnowflakeBatch, SnowflakeConfig,
-    Tag,
+    Clock, DecodedId, Error, Id128Kind, IdSpace, Layout, Permutation, Result, SnowflakeBatch,
+    SnowflakeConfig, Tag,
 };
 use idmint_store::Store;
 
 use crate::id_space::{self, SpaceLayouts};
 
+pub use self::id128::{node_field_width, Id128Generators};
 pub use self::lease::{ClockPolicy, Holding, LeaseConfig, LeaseKeeper};
 pub use self::segments::{SegmentOptions, SegmentRegistry};
 pub use self::tag_buffer::TagBuffer;
@@ -233,6 +236,67 @@ impl Ids {
             };
             tokio::time::sleep(retry_after.max(Duration::from_millis(1))).await;
         }
+    }
+
+    /// `count` 128-bit IDs of `kind` if they can be had without waiting, handed to `write`
+    /// (which must not wait either: the IDs are read from the generator as it iterates);
+    /// `None` when the caller must go through [`id128s`](Self::id128s). The per-request fast
+    /// path of `IDMINT.UUID` and `IDMINT.ULID`.
+    #[inline]
+    pub fn try_id128s<R>(
+        &self,
+        kind: Id128Kind,
+        count: u64,
+        write: impl FnOnce(Id128Batch<'_>) -> R,
+    ) -> Option<R> {
+        let count = u32::try_from(count).ok()?;
+        let holding = self.keeper.holding();
+        let batch = holding.id128.of(kind).next_ids(count).ok()?;
+        Some(write(batch))
+    }
+
+    /// `count` 128-bit IDs of `kind`, handed to `write` in increasing order, waiting at most
+    /// `max_wait` (asynchronously) when the generator runs `max_lead` ahead of the clock (2^23
+    /// IDs or more in every millisecond of it). With `--id128-node` they carry the node field
+    /// of the worker ID this node holds when they are taken.
+    pub async fn id128s<R>(
+        &self,
+        kind: Id128Kind,
+        count: u64,
+        write: impl FnOnce(Id128Batch<'_>) -> R,
+    ) -> Result<R> {
+        // Above u32, the generator refuses the count as it refuses any over its batch limit.
+        let count = u32::try_from(count).unwrap_or(u32::MAX);
+        let mut stopwatch: Option<Stopwatch> = None;
+        loop {
+            let pause = {
+                let holding = self.keeper.holding();
+                match holding.id128.of(kind).next_ids(count) {
+                    Ok(batch) => return Ok(write(batch)),
+                    Err(Error::ClockBehind { behind_ms, .. }) => {
+                        let waited = match &stopwatch {
+                            Some(started) => started.elapsed(),
+                            None => {
+                                stopwatch = Some(Stopwatch::start());
+                                Duration::ZERO
+                            }
+                        };
+                        let budget = self.max_wait.saturating_sub(waited);
+                        if budget.is_zero() {
+                            return Err(Error::ClockBehind { behind_ms, waited });
+                        }
+                        Duration::from_millis(behind_ms).min(budget)
+                    }
+                    Err(error) => return Err(error),
+                }
+            };
+            tokio::time::sleep(pause.max(Duration::from_millis(1))).await;
+        }
+    }
+
+    /// The width of the node field in this node's 128-bit IDs: 0 without `--id128-node`.
+    pub fn id128_node_bits(&self) -> u32 {
+        self.keeper.holding().id128.of(Id128Kind::Uuid7).node().0
     }
 
     /// How far the snowflake generator's next tick is ahead of the clock beyond `max_lead`, in

@@ -70,6 +70,10 @@ pub(super) struct Session {
     /// flush.
     snowflakes_issued: metrics::Counter,
     pub(super) snowflakes_pending: u64,
+    /// `idmint_ids_issued_total{kind="uuid7"}` and `{kind="ulid"}`, and the IDs of each
+    /// issued since the last flush (`telemetry::id128_index` order).
+    id128s_issued: [metrics::Counter; 2],
+    id128s_pending: [u64; 2],
     /// Commands run since the last flush of the shared counter.
     pub(super) commands_pending: u64,
 }
@@ -100,6 +104,8 @@ impl Session {
             returnable: Returnables::default(),
             snowflakes_issued: telemetry::snowflake_counter(),
             snowflakes_pending: 0,
+            id128s_issued: telemetry::id128_counters(),
+            id128s_pending: [0; 2],
             commands_pending: 0,
         }
     }
@@ -114,12 +120,24 @@ impl Session {
         }
     }
 
+    /// Counts `n` 128-bit IDs of `kind` issued, for the next flush.
+    #[inline]
+    pub(super) fn count_id128s(&mut self, kind: idmint_core::Id128Kind, n: u64) {
+        self.id128s_pending[telemetry::id128_index(kind)] += n;
+    }
+
     /// Sends the counts gathered during a batch to the metrics recorder and `INFO`'s counters.
     pub(super) fn flush_counters(&mut self) {
         self.tags.flush_metrics();
         if self.snowflakes_pending > 0 {
             self.snowflakes_issued.increment(self.snowflakes_pending);
             self.snowflakes_pending = 0;
+        }
+        for (counter, pending) in self.id128s_issued.iter().zip(&mut self.id128s_pending) {
+            if *pending > 0 {
+                counter.increment(*pending);
+                *pending = 0;
+            }
         }
         if self.commands_pending > 0 {
             self.shared

@@ -152,6 +152,9 @@ fn check_settings(config: &ServeConfig, layout: &Layout, now_ms: u64) -> Result<
             .check_fits(FieldKind::Worker, worker_id)
             .map_err(|error| refused("worker-id", error))?;
     }
+    if config.lease.id128_node {
+        crate::ids::node_field_width(layout).map_err(|error| refused("id128-node", error))?;
+    }
     for store in &config.stores {
         Location::parse(store).map_err(|error| refused("store", error))?;
     }

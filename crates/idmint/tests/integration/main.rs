@@ -17,6 +17,7 @@ mod deploy;
 mod docs;
 mod flood_memory;
 mod hostile_input;
+mod id128;
 mod id_space;
 mod in_database;
 mod in_database_uuid;

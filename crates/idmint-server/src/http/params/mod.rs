@@ -24,8 +24,8 @@ use crate::auth::Grant;
 mod query;
 
 pub(crate) use self::query::{
-    parse_decimal, Bounds, CountQuery, DecodeQuery, FromQuery, LeafDecodeQuery, SizeQuery,
-    SnowflakeQuery,
+    parse_decimal, Bounds, CountQuery, DecodeQuery, FromQuery, Id128Query, LeafDecodeQuery,
+    SizeQuery, SnowflakeQuery,
 };
 
 /// Extracts `T` from the query string.

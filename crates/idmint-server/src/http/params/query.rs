@@ -10,7 +10,7 @@
 use idmint_core::ErrorCode;
 use std::borrow::Cow;
 
-use idmint_core::{IdForm, Tag};
+use idmint_core::{Id128Form, Id128Kind, IdForm, Tag};
 
 use super::super::errors::{echo, ApiError};
 
@@ -108,30 +108,100 @@ impl FromQuery for CountQuery {
     }
 }
 
+/// `?count=N&format=F` of `/v1/uuid` and `/v1/ulid`: `F` one of `uuid`, `ulid`, `hex`,
+/// `bytes` (`Id128Form`); without it, the route's own form.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Id128Query {
+    pub count: Option<u64>,
+    pub form: Option<Id128Form>,
+}
+
+impl FromQuery for Id128Query {
+    fn from_query(query: &str, bounds: &Bounds) -> Result<Self, ApiError> {
+        let mut out = Self::default();
+        let count = 1..=bounds.max_count;
+        for_each_pair(query, |key, value| match key {
+            "count" => set_number(
+                &mut out.count,
+                "count",
+                ErrorCode::InvalidCount,
+                &count,
+                value,
+            ),
+            "format" => {
+                if out.form.is_some() {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidFormat,
+                        "`format` is given more than once",
+                    ));
+                }
+                let form = Id128Form::parse(value)
+                    .map_err(|e| ApiError::new(ErrorCode::InvalidFormat, e.to_string()))?;
+                out.form = Some(form);
+                Ok(())
+            }
+            _ => Ok(()),
+        })?;
+        Ok(out)
+    }
+}
+
 /// `/v1/decode/{id}`'s query: the text form of the ID (see [`FormParts`]), and `tag=T` for a
 /// segment ID of tag `T` (restored with the tag's permutation rather than taken apart as a
-/// snowflake).
+/// snowflake), or `kind=uuid7|ulid` for a 128-bit ID read as that kind.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DecodeQuery {
     pub form: Option<Box<IdForm>>,
     pub tag: Option<Tag>,
+    pub kind: Option<Id128Kind>,
+    /// Whether `prefix` or `width` was given (they refine `format`, which refuses them alone).
+    refined: bool,
+}
+
+impl DecodeQuery {
+    /// Whether the query says how to read a 64-bit ID: a text form or a tag. Without any, an
+    /// ID of a 128-bit text's length is read as one.
+    pub(crate) fn names_64_bit(&self) -> bool {
+        self.form.is_some() || self.tag.is_some() || self.refined
+    }
 }
 
 impl FromQuery for DecodeQuery {
     fn from_query(query: &str, _bounds: &Bounds) -> Result<Self, ApiError> {
         let mut form = FormParts::default();
         let mut tag = None;
+        let mut kind = None;
         for_each_pair(query, |key, value| match key {
             "tag" => {
                 tag = Some(Tag::new(value).map_err(ApiError::from)?);
                 Ok(())
             }
+            "kind" => {
+                if kind.is_some() {
+                    return Err(ApiError::new(
+                        ErrorCode::InvalidArgument,
+                        "`kind` is given more than once",
+                    ));
+                }
+                kind = Some(Id128Kind::parse(value).map_err(ApiError::from)?);
+                Ok(())
+            }
             _ => form.take(key, value),
         })?;
-        Ok(Self {
+        let refined = form.prefix.is_some() || form.width.is_some();
+        let out = Self {
             form: form.build()?,
             tag,
-        })
+            kind,
+            refined,
+        };
+        if out.kind.is_some() && out.names_64_bit() {
+            return Err(ApiError::new(
+                ErrorCode::InvalidArgument,
+                "`kind` reads a 128-bit ID, and `tag`, `format`, `prefix` and `width` a 64-bit                  one: give one or the other",
+            ));
+        }
+        Ok(out)
     }
 }
 
@@ -391,5 +461,41 @@ mod tests {
                 form: None,
             })
         );
+    }
+
+    #[test]
+    fn id128_queries_read_count_and_form() {
+        let read =
+            |q: &str| Id128Query::from_query(q, &Bounds::default()).map_err(|e| e.code().as_str());
+        assert_eq!(
+            read("count=3&format=HEX&other=x"),
+            Ok(Id128Query {
+                count: Some(3),
+                form: Some(Id128Form::Hex),
+            })
+        );
+        assert_eq!(read(""), Ok(Id128Query::default()));
+        assert_eq!(read("format=nope"), Err("invalid_format"));
+        assert_eq!(read("format=uuid&format=ulid"), Err("invalid_format"));
+        assert_eq!(read("count=x"), Err("invalid_count"));
+    }
+
+    #[test]
+    fn decode_kind_is_read_and_not_mixed_with_64_bit_forms() {
+        let read =
+            |q: &str| DecodeQuery::from_query(q, &Bounds::default()).map_err(|e| e.code().as_str());
+        assert_eq!(read("kind=ulid").map(|q| q.kind), Ok(Some(Id128Kind::Ulid)));
+        assert_eq!(
+            read("kind=uuidv7").map(|q| q.kind),
+            Ok(Some(Id128Kind::Uuid7))
+        );
+        assert_eq!(read("kind=snowflake").err(), Some("invalid_argument"));
+        assert_eq!(
+            read("kind=ulid&format=base62").err(),
+            Some("invalid_argument")
+        );
+        assert_eq!(read("kind=ulid&tag=orders").err(), Some("invalid_argument"));
+        assert_eq!(read("tag=orders").map(|q| q.names_64_bit()), Ok(true));
+        assert_eq!(read("").map(|q| q.names_64_bit()), Ok(false));
     }
 }

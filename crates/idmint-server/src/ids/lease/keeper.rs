@@ -14,6 +14,7 @@ use tokio::sync::{watch, Mutex};
 
 use super::take::{Holding, Settings};
 use super::{duration_ms, LeaseConfig};
+use crate::ids::id128::Id128Settings;
 
 #[cfg(test)]
 #[path = "renewal_tests.rs"]
@@ -65,6 +66,13 @@ impl LeaseKeeper {
         snowflake: SnowflakeConfig,
     ) -> Result<Arc<Self>> {
         config.validate()?;
+        let id128 = Id128Settings::new(
+            config.id128_node,
+            &layout,
+            datacenter,
+            Arc::clone(&clock),
+            snowflake.max_lead,
+        )?;
         let settings = Settings {
             store,
             layout,
@@ -72,6 +80,7 @@ impl LeaseKeeper {
             clock,
             config,
             snowflake,
+            id128,
         };
         let started = Stopwatch::start();
         let holding = settings.acquire_at_start().await?;
@@ -264,11 +273,7 @@ impl LeaseKeeper {
         }
         let old = self.current.load_full();
         let asked_ms = self.age_ms();
-        match self
-            .settings
-            .acquire(Some(old.generator.issued_tick()))
-            .await
-        {
+        match self.settings.acquire(Some(&old)).await {
             Ok(holding) => {
                 tracing::warn!(
                     from_worker_id = old.lease.worker_id,
@@ -298,8 +303,8 @@ impl LeaseKeeper {
                     return;
                 }
                 let asked_ms = self.age_ms();
-                let issued = self.current.load().generator.issued_tick();
-                match self.settings.acquire(Some(issued)).await {
+                let previous = self.current.load_full();
+                match self.settings.acquire(Some(&previous)).await {
                     Ok(holding) => {
                         self.confirmed_ms.store(asked_ms, Ordering::SeqCst);
                         self.current.store(Arc::new(holding));

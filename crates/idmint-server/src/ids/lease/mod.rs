@@ -103,6 +103,9 @@ pub struct LeaseConfig {
     /// `ttl`: failing at once would make the restart fail too. Zero fails at once. Default
     /// 10 s, the default `ttl`: the longest a dead node's lease outlives it.
     pub worker_wait: Duration,
+    /// Whether this node's 128-bit IDs carry its leased identity (datacenter and worker ID) in
+    /// a node field (`--id128-node`). Default off: no node field.
+    pub id128_node: bool,
 }
 
 impl Default for LeaseConfig {
@@ -117,6 +120,7 @@ impl Default for LeaseConfig {
             id_space: None,
             issues_from_ms: 0,
             worker_wait: Duration::from_secs(10),
+            id128_node: false,
         }
     }
 }

@@ -13,6 +13,7 @@ use idmint_core::store::{Lease, LeaseInfo, LeaseRequest, WorkerLeases};
 use idmint_core::{Clock, Error, Layout, Result, SnowflakeConfig, SnowflakeGenerator};
 
 use super::{duration_ms, ClockPolicy, LeaseConfig};
+use crate::ids::id128::{Id128Generators, Id128Settings};
 
 /// How many other worker IDs the `switch` policy tries before it settles for waiting.
 const SWITCH_TRIES: usize = 8;
@@ -24,6 +25,8 @@ pub struct Holding {
     pub lease: Lease,
     /// The generator for its worker ID.
     pub generator: Arc<SnowflakeGenerator>,
+    /// The 128-bit generators: with a node field, for its worker ID (see `ids::id128`).
+    pub id128: Arc<Id128Generators>,
 }
 
 /// What the keeper needs to take a lease and build a generator: fixed for its lifetime.
@@ -35,14 +38,17 @@ pub(super) struct Settings {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) config: LeaseConfig,
     pub(super) snowflake: SnowflakeConfig,
+    pub(super) id128: Id128Settings,
 }
 
 impl Settings {
     /// Takes a lease and builds its generator: the HWM is confirmed ahead of the start point
-    /// first, and the generator starts above the previous holder's HWM and above `after_tick`
-    /// (the last tick this node issued on its previous worker ID, so that its own IDs keep
-    /// increasing when it changes worker ID).
-    pub(super) async fn acquire(&self, after_tick: Option<u64>) -> Result<Holding> {
+    /// first, and the generator starts above the previous holder's HWM and above the last tick
+    /// this node issued on its `previous` lease, if any, so that its own IDs keep increasing
+    /// when it changes worker ID. The 128-bit generators of `previous` are kept, or replaced
+    /// above them when their node field changes with the worker ID.
+    pub(super) async fn acquire(&self, previous: Option<&Holding>) -> Result<Holding> {
+        let after_tick = previous.map(|holding| holding.generator.issued_tick());
         let lease = self.acquire_within_policy().await?;
         let start_ms = self.clock.now_ms().max(self.first_ms(&lease));
         let target = start_ms.saturating_add(duration_ms(self.config.hwm_lead));
@@ -65,6 +71,9 @@ impl Settings {
             .config(self.snowflake)
             .fence(fence)
             .build()?;
+        let id128 = self
+            .id128
+            .generators(lease.worker_id, previous.map(|holding| &holding.id128))?;
         tracing::info!(
             worker_id = lease.worker_id,
             previous_hwm_ms = lease.hwm_ms,
@@ -74,6 +83,7 @@ impl Settings {
         Ok(Holding {
             lease,
             generator: Arc::new(generator),
+            id128,
         })
     }
 }

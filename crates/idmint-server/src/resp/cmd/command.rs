@@ -111,7 +111,35 @@ const SNOWFLAKE_ARGS: &[Arg] = &[
     FORMAT,
 ];
 const NEXT_ARGS: &[Arg] = &[TAG, option("count", "integer", "COUNT"), FORMAT];
-const DECODE_ARGS: &[Arg] = &[arg("id", "integer"), option("tag", "key", "TAG")];
+
+const ID128_FORMATS: &[Arg] = &[
+    word("uuid", "UUID"),
+    word("ulid", "ULID"),
+    word("hex", "HEX"),
+    word("bytes", "BYTES"),
+];
+const ID128_ARGS: &[Arg] = &[
+    option("count", "integer", "COUNT"),
+    Arg {
+        name: "format",
+        kind: "oneof",
+        token: Some("FORMAT"),
+        optional: true,
+        choices: ID128_FORMATS,
+    },
+];
+const KINDS: &[Arg] = &[word("uuid7", "UUID7"), word("ulid", "ULID")];
+const DECODE_ARGS: &[Arg] = &[
+    arg("id", "string"),
+    option("tag", "key", "TAG"),
+    Arg {
+        name: "kind",
+        kind: "oneof",
+        token: Some("KIND"),
+        optional: true,
+        choices: KINDS,
+    },
+];
 const RANGE_ARGS: &[Arg] = &[
     TAG,
     arg("count", "integer"),
@@ -135,6 +163,18 @@ fn docs(kind: Kind) -> Doc {
                 SNOWFLAKE_ARGS,
             )
         },
+        Kind::Uuid => Doc {
+            complexity: "O(N) where N is the count",
+            ..doc(
+                "One UUIDv7, or COUNT of them, increasing.",
+                "module",
+                ID128_ARGS,
+            )
+        },
+        Kind::Ulid => Doc {
+            complexity: "O(N) where N is the count",
+            ..doc("One ULID, or COUNT of them, increasing.", "module", ID128_ARGS)
+        },
         Kind::Next => Doc {
             complexity: "O(N) where N is the count",
             ..doc(
@@ -154,7 +194,7 @@ fn docs(kind: Kind) -> Doc {
             GIVEBACK_ARGS,
         ),
         Kind::Decode => doc(
-            "Takes a snowflake ID apart: time, worker, sequence, layout.",
+            "Takes an ID apart: a snowflake's time, worker, sequence, layout; a UUIDv7's or ULID's time, counter, node.",
             "module",
             DECODE_ARGS,
         ),
@@ -355,6 +395,16 @@ mod tests {
         let text = String::from_utf8_lossy(&out);
         for part in ["COUNT", "SHARD", "FORMAT", "STRING", "optional", "oneof"] {
             assert!(text.contains(part), "{part} missing from {text}");
+        }
+        for name in [&b"IDMINT.UUID"[..], b"IDMINT.ULID"] {
+            let mut out = Vec::new();
+            if let Some([_, doc]) = lookup(name).map(docs_entry) {
+                doc.encode_as(&mut out, Protocol::Resp3);
+            }
+            let text = String::from_utf8_lossy(&out);
+            for part in ["COUNT", "FORMAT", "UUID", "ULID", "HEX", "BYTES"] {
+                assert!(text.contains(part), "{part} missing from {text}");
+            }
         }
     }
 }

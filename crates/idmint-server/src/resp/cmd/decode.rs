@@ -1,6 +1,8 @@
-//! `IDMINT.DECODE id [TAG t] [FORMAT f [PREFIX p] [WIDTH n]]`: an ID taken apart.
+//! `IDMINT.DECODE id [TAG t] [FORMAT f [PREFIX p] [WIDTH n]] [KIND uuid7|ulid]`: an ID taken
+//! apart, a snowflake, a segment ID of a tag, or a 128-bit ID.
 
 use bytes::{Bytes, BytesMut};
+use idmint_core::{Id128, Id128Form, Id128Kind};
 use idmint_resp::encode;
 
 use super::args::Refusal;
@@ -38,6 +40,21 @@ impl<'a> Decode<'a> {
             return encode::error(out, SYNTAX_ERROR);
         }
         let text = self.text;
+        if let Some(kind) = self.options.kind {
+            if self.options.names_64_bit() {
+                return encode::error(
+                    out,
+                    "ERR KIND reads a 128-bit ID, and TAG, FORMAT, PREFIX and WIDTH a 64-bit one: give one or the other",
+                );
+            }
+            return decode_id128(session, text, Some(kind), out);
+        }
+        // A 64-bit ID is never written in 26, 32 or 36 characters but in a text form with a
+        // prefix, which the command or the connection names.
+        let plain = !self.options.names_64_bit() && !matches!(session.format, IdFormat::Text(_));
+        if plain && matches!(text.len(), 26 | 32 | 36) {
+            return decode_id128(session, text, None, out);
+        }
         let id = match format.as_ref() {
             IdFormat::Text(form) => match std::str::from_utf8(text)
                 .map_err(|_| "not UTF-8".to_owned())
@@ -92,6 +109,53 @@ impl<'a> Decode<'a> {
         if let Some(plain) = &decoded.plain_id {
             encode::bulk(out, b"plain_id");
             encode::bulk(out, plain.as_bytes());
+        }
+    }
+}
+
+/// `IDMINT.DECODE id [KIND k]` of a 128-bit ID: a map of `id` (canonical), `kind`, `ms`,
+/// `time`, `version` and `variant` (UUIDv7 only), `counter`, and `node` when this node gives
+/// its IDs a node field (read with its width). With `KIND`, 16 bytes are read as the ID's
+/// bytes too.
+fn decode_id128(session: &Session, text: &[u8], kind: Option<Id128Kind>, out: &mut BytesMut) {
+    let parsed = match kind {
+        Some(_) => Id128::parse_bytes(text),
+        None => std::str::from_utf8(text)
+            .map_err(|_| "not UTF-8")
+            .map_or_else(|_| Id128::parse_bytes(text), Id128::parse),
+    };
+    let decoded = parsed.and_then(|id| {
+        id.decode(kind, session.shared.ids.id128_node_bits())
+            .map(|decoded| (id, decoded))
+    });
+    let (id, decoded) = match decoded {
+        Ok(decoded) => decoded,
+        Err(error) => return reply::service_error(out, &error),
+    };
+    let fields = 5
+        + usize::from(decoded.version.is_some())
+        + usize::from(decoded.variant.is_some())
+        + usize::from(decoded.node.is_some());
+    encode::map_header(out, session.protocol, fields);
+    let mut scratch = [0u8; idmint_core::id128::MAX_FORM_LEN];
+    encode::bulk(out, b"id");
+    encode::bulk(out, Id128Form::Uuid.encode(id, &mut scratch));
+    encode::bulk(out, b"kind");
+    encode::bulk(out, decoded.kind.as_str().as_bytes());
+    encode::bulk(out, b"ms");
+    reply::id(out, decoded.ms, &IdFormat::Integer);
+    encode::bulk(out, b"time");
+    encode::bulk(out, decoded.time.as_bytes());
+    let numbers = [
+        ("version", decoded.version.map(u64::from)),
+        ("variant", decoded.variant.map(u64::from)),
+        ("counter", Some(u64::from(decoded.counter))),
+        ("node", decoded.node.map(u64::from)),
+    ];
+    for (field, value) in numbers {
+        if let Some(value) = value {
+            encode::bulk(out, field.as_bytes());
+            reply::id(out, value, &IdFormat::Integer);
         }
     }
 }

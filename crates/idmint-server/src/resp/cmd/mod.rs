@@ -8,10 +8,12 @@
 //! | `INCR tag` | the next segment ID of `tag` |
 //! | `INCRBY tag n` | `n` (1..=max_count) contiguous IDs of `tag`; the reply is the last; `-ERR tag_exhausted ...` when fewer than `n` are left before the tag's end (none is taken); `-ERR permuted ...` for `n > 1` when IDs are handed out permuted |
 //! | `IDMINT.SNOWFLAKE [COUNT n] [SHARD k] [FORMAT f]` | one snowflake; with `COUNT`, an array of `n` |
+//! | `IDMINT.UUID [COUNT n] [FORMAT f]` | one UUIDv7 as a bulk string (canonical text; `FORMAT` `UUID`, `ULID`, `HEX` or `BYTES`, the 16 bytes raw); with `COUNT`, an array of `n`, increasing |
+//! | `IDMINT.ULID [COUNT n] [FORMAT f]` | the same as ULIDs (26 characters of base32 unless `FORMAT` says otherwise) |
 //! | `IDMINT.NEXT tag [COUNT n] [FORMAT f]` | one segment ID; with `COUNT`, an array of `n` (all or nothing at the tag's end, like `INCRBY`) |
 //! | `IDMINT.RANGE tag n [ABOVE id]` | `[first, last]`: `n` contiguous IDs of `tag`, all above `id` when given (for clients that keep IDs in memory, see `ranges`) |
 //! | `IDMINT.GIVEBACK tag first last` | 1 when the unused tail `first..=last` of the last runs this connection took of `tag` was taken back, else 0 |
-//! | `IDMINT.DECODE id` | a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted (then it needs the admin scope); with `TAG t`, a segment ID of `t`: `id`, `tag`, `plain_id` |
+//! | `IDMINT.DECODE id [KIND uuid7\|ulid]` | a 128-bit ID (36, 32 or 26 characters; with `KIND`, any of its forms, the 16 bytes too): a map of `id` (canonical), `kind`, `ms`, `time`, `version` and `variant` (UUIDv7), `counter`, and `node` when this node gives its IDs a node field; else a map (field/value pairs in RESP2): `id`, `layout`, `time`, `unix_ms`, `tick`, then `dc`, `worker`, `shard` when the layout has them, `seq`, `id_space` (the version of the ID space that issued it), and `plain_id` when IDs are handed out permuted (then it needs the admin scope); with `TAG t`, a segment ID of `t`: `id`, `tag`, `plain_id` |
 //! | `IDMINT.SPACE` | a map: the `layout`, `epoch_ms`, `datacenter` and `version` of the ID space this node hands out in, and `permuted` (1: no order, no runs) |
 //! | `IDMINT.FORMAT [INTEGER\|STRING]` | sets (or shows) how this connection's ID replies are written |
 //! | `GET tag` | the tag's counter on this node, a bulk string; null when this node has not loaded the tag |
@@ -42,6 +44,7 @@ mod config;
 mod connection;
 mod decode;
 mod format;
+mod id128;
 mod incr;
 mod info;
 mod next;
@@ -52,6 +55,8 @@ mod snowflake;
 mod space;
 mod table;
 mod transaction;
+mod ulid;
+mod uuid;
 
 use self::args::Refusal;
 use self::auth::{Auth, Hello};
@@ -61,6 +66,7 @@ use self::config::Config;
 use self::connection::{Echo, Ping, Quit, Reset, Select};
 use self::decode::Decode;
 use self::format::Format;
+use self::id128::Id128Request;
 use self::incr::{Get, Incr, IncrBy};
 use self::info::Info;
 use self::next::Next;
@@ -103,6 +109,8 @@ enum Request<'a> {
     Incr(Incr<'a>),
     IncrBy(IncrBy<'a>),
     Snowflake(Snowflake<'a>),
+    /// `IDMINT.UUID` and `IDMINT.ULID`.
+    Id128(Id128Request),
     Next(Next<'a>),
     Range(TakeRange<'a>),
     GiveBack(GiveBack<'a>),
@@ -158,6 +166,8 @@ impl<'a> Request<'a> {
             Kind::Incr => Self::Incr(Incr::parse(params)?),
             Kind::IncrBy => Self::IncrBy(IncrBy::parse(params, max_count)?),
             Kind::Snowflake => Self::Snowflake(Snowflake::parse(params, max_count)?),
+            Kind::Uuid => Self::Id128(uuid::parse(params, max_count)?),
+            Kind::Ulid => Self::Id128(ulid::parse(params, max_count)?),
             Kind::Next => Self::Next(Next::parse(params, max_count)?),
             Kind::Range => Self::Range(TakeRange::parse(params, max_count)?),
             Kind::GiveBack => Self::GiveBack(GiveBack::parse(params)?),
@@ -193,6 +203,7 @@ impl<'a> Request<'a> {
             Self::Incr(incr) => incr.apply(session, out).await,
             Self::IncrBy(incr_by) => incr_by.apply(session, out).await,
             Self::Snowflake(snowflake) => snowflake.apply(session, out).await,
+            Self::Id128(request) => request.apply(session, out).await,
             Self::Next(next) => next.apply(session, out).await,
             Self::Range(range) => range.apply(session, out).await,
             Self::GiveBack(give_back) => give_back.apply(session, out).await,
@@ -253,7 +264,8 @@ fn after_credentials(session: &Session) -> Flow {
 }
 
 /// Runs `parsed` without waiting when it can: `INCR` of a tag this connection has used, with
-/// an ID in memory, and a plain `IDMINT.SNOWFLAKE` the generator can answer at once. `None`
+/// an ID in memory, a plain `IDMINT.SNOWFLAKE` the generator can answer at once, and
+/// `IDMINT.UUID` or `IDMINT.ULID` (nearly always). `None`
 /// means: run it with [`execute`].
 ///
 /// The checks of [`execute`] hold without being made: a connection that may mint passes the
@@ -271,6 +283,7 @@ pub(super) fn run_now(
     let done = match &parsed.0 {
         Outcome::Known(_, Ok(Request::Incr(incr))) => incr.apply_now(session, out),
         Outcome::Known(_, Ok(Request::Snowflake(snowflake))) => snowflake.apply_now(session, out),
+        Outcome::Known(_, Ok(Request::Id128(request))) => request.apply_now(session, out),
         _ => false,
     };
     done.then_some(Flow::Continue)

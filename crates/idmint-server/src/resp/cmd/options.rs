@@ -1,5 +1,5 @@
 //! The options of `IDMINT.SNOWFLAKE`, `IDMINT.NEXT` and `IDMINT.DECODE`:
-//! `[COUNT n] [SHARD k | TAG t] [FORMAT f] [PREFIX p] [WIDTH n]`, in any order.
+//! `[COUNT n] [SHARD k | TAG t KIND k] [FORMAT f] [PREFIX p] [WIDTH n]`, in any order.
 //!
 //! They are read before anything runs, so a command with a bad option takes no ID. Only the
 //! refinement of the form by `PREFIX` and `WIDTH` waits for the apply: without `FORMAT` it
@@ -8,12 +8,13 @@
 use std::borrow::Cow;
 
 use bytes::Bytes;
+use idmint_core::Id128Kind;
 
 use super::args::{self, Refusal};
 use crate::resp::reply::{IdFormat, BAD_FORMAT, SYNTAX_ERROR};
 
 /// The option a command takes beside `COUNT` and the form: `SHARD k` (`IDMINT.SNOWFLAKE`),
-/// `TAG t` (`IDMINT.DECODE`), or none (`IDMINT.NEXT`).
+/// `TAG t` and `KIND k` (`IDMINT.DECODE`), or none (`IDMINT.NEXT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Extra {
     Nothing,
@@ -28,10 +29,14 @@ pub(super) struct IdOptions<'a> {
     pub(super) shard: Option<u64>,
     /// `TAG t` of `IDMINT.DECODE`: a segment ID of that tag.
     pub(super) tag: Option<&'a [u8]>,
+    /// `KIND uuid7|ulid` of `IDMINT.DECODE`: a 128-bit ID read as that kind.
+    pub(super) kind: Option<Id128Kind>,
     /// `FORMAT f`; `None`: the connection's.
     format: Option<IdFormat>,
     prefix: Option<&'a [u8]>,
-    width: Option<u64>,
+    /// `WIDTH n`, kept in 32 bits (a larger one is refused as the largest is: no form is that
+    /// wide) so the parsed command stays small.
+    width: Option<u32>,
 }
 
 impl<'a> IdOptions<'a> {
@@ -52,6 +57,15 @@ impl<'a> IdOptions<'a> {
                 options.count = Some(args::count(value, "COUNT", max_count)?);
             } else if extra == Extra::Tag && option.eq_ignore_ascii_case(b"TAG") {
                 options.tag = Some(value);
+            } else if extra == Extra::Tag && option.eq_ignore_ascii_case(b"KIND") {
+                let kind = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|name| Id128Kind::parse(name).ok());
+                options.kind = Some(kind.ok_or(Refusal::Quoting {
+                    before: "ERR KIND must be UUID7 or ULID, got '",
+                    word: value.get(..64.min(value.len())).unwrap_or_default(),
+                    after: "'",
+                })?);
             } else if extra == Extra::Shard && option.eq_ignore_ascii_case(b"SHARD") {
                 options.shard = Some(args::unsigned(value)?);
             } else if option.eq_ignore_ascii_case(b"FORMAT") {
@@ -60,7 +74,8 @@ impl<'a> IdOptions<'a> {
             } else if option.eq_ignore_ascii_case(b"PREFIX") {
                 options.prefix = Some(value);
             } else if option.eq_ignore_ascii_case(b"WIDTH") {
-                options.width = Some(args::unsigned(value)?);
+                let width = args::unsigned(value)?;
+                options.width = Some(u32::try_from(width).unwrap_or(u32::MAX));
             } else {
                 return Err(Refusal::Fixed(SYNTAX_ERROR));
             }
@@ -73,11 +88,17 @@ impl<'a> IdOptions<'a> {
         self.format.is_some()
     }
 
+    /// Whether an option says the ID is a 64-bit one: `TAG`, `FORMAT`, `PREFIX` or `WIDTH`.
+    pub(super) fn names_64_bit(&self) -> bool {
+        self.tag.is_some() || self.format.is_some() || self.prefix.is_some() || self.width.is_some()
+    }
+
     /// Whether no option was given at all: the plain command.
     pub(super) fn is_empty(&self) -> bool {
         self.count.is_none()
             && self.shard.is_none()
             && self.tag.is_none()
+            && self.kind.is_none()
             && self.format.is_none()
             && self.prefix.is_none()
             && self.width.is_none()
@@ -93,7 +114,10 @@ impl<'a> IdOptions<'a> {
         if self.prefix.is_none() && self.width.is_none() {
             return Ok(Cow::Borrowed(named));
         }
-        match named.clone().refined(self.prefix, self.width) {
+        match named
+            .clone()
+            .refined(self.prefix, self.width.map(u64::from))
+        {
             Ok(format) => Ok(Cow::Owned(format)),
             Err(message) => Err(Refusal::Text(message)),
         }
