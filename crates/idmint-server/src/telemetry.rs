@@ -10,7 +10,7 @@ use std::sync::{Mutex, PoisonError};
 use idmint_core::{Id128Kind, Tag};
 use metrics::Counter;
 
-/// Counter: IDs handed out, labels `kind` (`snowflake`, `segment`, `uuid7` or `ulid`) and, for
+/// Counter: IDs handed out, labels `kind` (`snowflake`, `segment`, `uuidv7` or `ulid`) and, for
 /// segments, `tag`.
 pub const IDS_ISSUED: &str = "idmint_ids_issued_total";
 /// Counter: error responses of the HTTP front end, label `code` (the `error.code` of the body).
@@ -142,7 +142,7 @@ impl Recorded {
     }
 }
 
-/// The counters of 128-bit IDs, `kind="uuid7"` then `kind="ulid"` (the kinds' names), for
+/// The counters of 128-bit IDs, `kind="uuidv7"` then `kind="ulid"` (the kinds' names), for
 /// callers that keep the handles.
 pub(crate) fn id128_counters() -> [Counter; 2] {
     [Id128Kind::Uuid7, Id128Kind::Ulid]

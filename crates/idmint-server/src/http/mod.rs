@@ -12,7 +12,7 @@
 //! | `GET /v1/ulid?count=N[&format=F]` | the same as ULIDs (`F` default `ulid`) |
 //! | `GET /v1/segment/{tag}?count=N` | `{"ids": ["..."]}`, ascending |
 //! | `POST /v1/segment/{tag}/lease?size=N` | `{"start": "S", "end": "E"}`, `E - S == N`, end exclusive |
-//! | `GET /v1/decode/{id}[?tag=T]` | the decoded ID (`id`, `layout`, `time`, `unix_ms`, `tick`, fields, and `plain_id` on a permuted node); with `tag`, the plain value of that tag's segment ID (admin scope on a permuted node, mint otherwise); a 128-bit ID (36, 32 or 26 characters, or any with `kind=uuid7\|ulid`): `id`, `kind`, `ms`, `time`, `version`, `variant`, `counter`, `node` |
+//! | `GET /v1/decode/{id}[?tag=T]` | the decoded ID (`id`, `layout`, `time`, `unix_ms`, `tick`, fields, and `plain_id` on a permuted node); with `tag`, the plain value of that tag's segment ID (admin scope on a permuted node, mint otherwise); a 128-bit ID (36, 32 or 26 characters, or any with `kind=uuidv7\|ulid`): `id`, `kind`, `ms`, `time`, `version`, `variant`, `counter`, `node` |
 //! | `GET /v1/tags` (admin) | `{"tags": [{"tag", "max_id", "step", "description", "updated_at_ms"}]}` |
 //! | `GET /v1/tags/{tag}` (admin) | the tag, 404 when unknown |
 //! | `PUT /v1/tags/{tag}` (admin) | body `{"step"?, "description"?, "first_id"?}`: 201 created, 200 updated |
@@ -67,7 +67,7 @@
 //! # Metrics
 //!
 //! Recorded to the global `metrics` recorder; names in [`metrics`]:
-//! - `idmint_ids_issued_total{kind="snowflake"}`, `{kind="uuid7"}`, `{kind="ulid"}` and
+//! - `idmint_ids_issued_total{kind="snowflake"}`, `{kind="uuidv7"}`, `{kind="ulid"}` and
 //!   `{kind="segment",tag="..."}` (counters);
 //! - `idmint_http_errors_total{code="..."}` (counter);
 //! - `idmint_http_request_seconds{routes="mint"|"admin"|"metrics"|"page"}` (histogram, see

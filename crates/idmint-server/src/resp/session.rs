@@ -70,7 +70,7 @@ pub(super) struct Session {
     /// flush.
     snowflakes_issued: metrics::Counter,
     pub(super) snowflakes_pending: u64,
-    /// `idmint_ids_issued_total{kind="uuid7"}` and `{kind="ulid"}`, and the IDs of each
+    /// `idmint_ids_issued_total{kind="uuidv7"}` and `{kind="ulid"}`, and the IDs of each
     /// issued since the last flush (`telemetry::id128_index` order).
     id128s_issued: [metrics::Counter; 2],
     id128s_pending: [u64; 2],

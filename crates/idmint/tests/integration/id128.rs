@@ -182,14 +182,14 @@ async fn http_answers_every_form_as_snowflakes_are_answered() {
     assert!(ulids.iter().any(|id| !id.is_uuid7()));
     assert_eq!(all.iter().collect::<HashSet<_>>().len(), all.len());
     // HEAD takes nothing, as on /v1/snowflake.
-    let before = issued(&http, &server, "uuid7").await;
+    let before = issued(&http, &server, "uuidv7").await;
     let head = http
         .head(format!("{}/v1/uuid", server.http))
         .send()
         .await
         .unwrap();
     assert_eq!(head.status().as_u16(), 200);
-    assert_eq!(issued(&http, &server, "uuid7").await, before);
+    assert_eq!(issued(&http, &server, "uuidv7").await, before);
     server.stop();
 }
 
@@ -349,7 +349,7 @@ async fn bad_input_is_refused_and_takes_no_id() {
         let server_http = server.http.clone();
         async move {
             let mut counts = Vec::new();
-            for kind in ["uuid7", "ulid"] {
+            for kind in ["uuidv7", "ulid"] {
                 let body = http
                     .get(format!("{server_http}/metrics"))
                     .send()
@@ -453,7 +453,7 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
         let (status, body) = decode(format!("/v1/decode/{}", form.render(uuid))).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["id"], Id128Form::Uuid.render(uuid));
-        assert_eq!(body["kind"], "uuid7");
+        assert_eq!(body["kind"], "uuidv7");
         assert_eq!(body["version"], 7);
         assert_eq!(body["variant"], 2);
         assert_eq!(body["ms"], uuid.ms());
@@ -495,7 +495,7 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
 
     let mut conn = resp(&server);
     let fields = map(call(&mut conn, &["IDMINT.DECODE", &Id128Form::Uuid.render(uuid)]).unwrap());
-    assert_eq!(fields["kind"], "uuid7");
+    assert_eq!(fields["kind"], "uuidv7");
     assert_eq!(fields["version"], "7");
     assert_eq!(fields["variant"], "2");
     assert_eq!(fields["ms"], uuid.ms().to_string());
@@ -528,7 +528,7 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
             "not a 128-bit ID",
         ),
         (
-            &["IDMINT.DECODE", "abc", "KIND", "uuid7"],
+            &["IDMINT.DECODE", "abc", "KIND", "uuidv7"],
             "not a 128-bit ID",
         ),
         (

@@ -148,7 +148,7 @@ impl FromQuery for Id128Query {
 
 /// `/v1/decode/{id}`'s query: the text form of the ID (see [`FormParts`]), and `tag=T` for a
 /// segment ID of tag `T` (restored with the tag's permutation rather than taken apart as a
-/// snowflake), or `kind=uuid7|ulid` for a 128-bit ID read as that kind.
+/// snowflake), or `kind=uuidv7|ulid` for a 128-bit ID read as that kind.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DecodeQuery {
     pub form: Option<Box<IdForm>>,

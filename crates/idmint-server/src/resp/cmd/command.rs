@@ -128,7 +128,7 @@ const ID128_ARGS: &[Arg] = &[
         choices: ID128_FORMATS,
     },
 ];
-const KINDS: &[Arg] = &[word("uuid7", "UUID7"), word("ulid", "ULID")];
+const KINDS: &[Arg] = &[word("uuidv7", "UUIDV7"), word("ulid", "ULID")];
 const DECODE_ARGS: &[Arg] = &[
     arg("id", "string"),
     option("tag", "key", "TAG"),

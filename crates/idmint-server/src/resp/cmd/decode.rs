@@ -1,4 +1,4 @@
-//! `IDMINT.DECODE id [TAG t] [FORMAT f [PREFIX p] [WIDTH n]] [KIND uuid7|ulid]`: an ID taken
+//! `IDMINT.DECODE id [TAG t] [FORMAT f [PREFIX p] [WIDTH n]] [KIND uuidv7|ulid]`: an ID taken
 //! apart, a snowflake, a segment ID of a tag, or a 128-bit ID.
 
 use bytes::{Bytes, BytesMut};

@@ -29,7 +29,7 @@ pub(super) struct IdOptions<'a> {
     pub(super) shard: Option<u64>,
     /// `TAG t` of `IDMINT.DECODE`: a segment ID of that tag.
     pub(super) tag: Option<&'a [u8]>,
-    /// `KIND uuid7|ulid` of `IDMINT.DECODE`: a 128-bit ID read as that kind.
+    /// `KIND uuidv7|ulid` of `IDMINT.DECODE`: a 128-bit ID read as that kind.
     pub(super) kind: Option<Id128Kind>,
     /// `FORMAT f`; `None`: the connection's.
     format: Option<IdFormat>,
