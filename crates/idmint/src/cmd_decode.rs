@@ -241,7 +241,8 @@ fn decode_id128(
         .as_deref()
         .map(idmint_core::Id128Kind::parse)
         .transpose()
-        .map_err(|e| InputError::new("--kind", reason(e)))?;
+        .map_err(|e| InputError::new("--kind", reason(e)))?
+        .or(idmint_core::Id128Kind::of_text(text.as_bytes()));
     let decoded = id
         .decode(kind, args.node_bits)
         .map_err(|e| InputError::new("--node-bits", reason(e)))?;

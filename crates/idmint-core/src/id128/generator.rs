@@ -55,6 +55,9 @@ pub struct Id128Generator {
     /// Next free `(ms - base_ms, counter)`, packed.
     next_free: Padded<AtomicU64>,
     base_ms: u64,
+    /// The first millisecond offset the word must not reach: 48-bit milliseconds end in 10889,
+    /// the word's 40 bits 34.8 years after `base_ms`.
+    end_offset: u64,
     kind: Id128Kind,
     node_bits: u32,
     node: u32,
@@ -64,7 +67,8 @@ pub struct Id128Generator {
     /// The latest clock reading the slow path saw (ms since the Unix epoch): the lead is
     /// measured from it, so a clock that steps back (a test clock, a custom one: the system
     /// clock never does) leaves the generator counting on from where it was, not stopped.
-    clock_high: AtomicU64,
+    /// On a line of its own: the slow path writes it, the fast path reads its neighbours.
+    clock_high: Padded<AtomicU64>,
     max_lead_ms: u64,
     max_wait: Duration,
     entropy: Entropy,
@@ -119,15 +123,16 @@ impl Id128Generator {
     ///
     /// Fails only when the generator would run more than `max_lead` ahead of its clock for
     /// longer than `max_wait` (2^23 IDs or more in each millisecond of a whole `max_lead`), or
-    /// past the year 10889.
+    /// 34.8 years after it was built (its word counts milliseconds from then in 40 bits: build
+    /// a new one), or past the year 10889.
     #[inline]
     pub fn next_id(&self) -> Result<Id128> {
         let word = self.reserve(1)?;
         Ok(self.compose(word))
     }
 
-    /// `count` IDs taken at once (one atomic operation), in increasing order. Their random
-    /// bits are drawn as the batch is read.
+    /// `count` IDs taken at once (one compare-and-swap when no other thread races for the
+    /// word), in increasing order. Their random bits are drawn as the batch is read.
     pub fn next_ids(&self, count: u32) -> Result<Id128Batch<'_>> {
         if count == 0 || count > MAX_ID128_BATCH {
             return Err(Error::argument(
@@ -154,30 +159,40 @@ impl Id128Generator {
     /// Takes `n` consecutive words; returns the first.
     #[inline(always)]
     fn reserve(&self, n: u64) -> Result<u64> {
+        // Batches take the compare-and-swap path: a `fetch_add` of many words that the checks
+        // then refuse would push the word ahead for every thread (only the last taker can hand
+        // its words back).
+        if n > 1 {
+            return self.reserve_slow(n);
+        }
         let now = self.now_ms().saturating_sub(self.base_ms);
-        let first = self.next_free.0.fetch_add(n, Ordering::Relaxed);
-        let last = first.saturating_add(n - 1);
-        let (first_ms, last_ms) = (first >> COUNTER_BITS, last >> COUNTER_BITS);
-        if first_ms >= now && last_ms <= now + self.max_lead_ms && last_ms < self.end_offset() {
+        let first = self.next_free.0.fetch_add(1, Ordering::Relaxed);
+        let first_ms = first >> COUNTER_BITS;
+        if first_ms >= now
+            && first_ms <= now.saturating_add(self.max_lead_ms)
+            && first_ms < self.end_offset
+        {
             return Ok(first);
         }
         // The word is in an earlier millisecond (the first call in a new one), or too far
-        // ahead: what `fetch_add` took is handed back when no other thread took words since
-        // (so refused calls do not push the word ahead), else left unused, and the
-        // compare-and-swap path decides.
+        // ahead: the word `fetch_add` took is handed back when no other thread took one since,
+        // else left unused, and the compare-and-swap path decides.
         let _ = self.next_free.0.compare_exchange(
-            first.saturating_add(n),
+            first.saturating_add(1),
             first,
             Ordering::Relaxed,
             Ordering::Relaxed,
         );
-        self.reserve_slow(n)
+        self.reserve_slow(1)
     }
 
-    /// The first millisecond offset the word must not reach: 48-bit milliseconds end in 10889,
-    /// the word's 40 bits 34.8 years after the generator started.
-    fn end_offset(&self) -> u64 {
-        OFFSET_LIMIT.min(MAX_MS + 1 - self.base_ms)
+    /// The error of a generator past its end: 48-bit milliseconds end in 10889, the word's 40
+    /// bits 34.8 years after `base_ms`.
+    #[cold]
+    fn ended(&self) -> Error {
+        Error::LayoutExhausted {
+            ends_at: format_ms_rfc3339(self.base_ms + self.end_offset),
+        }
     }
 
     #[cold]
@@ -185,8 +200,20 @@ impl Id128Generator {
         let mut waited = Duration::ZERO;
         loop {
             let read = self.now_ms();
-            let high = self.clock_high.fetch_max(read, Ordering::Relaxed).max(read);
+            let mut high = self.clock_high.0.load(Ordering::Relaxed);
+            if read > high {
+                high = self
+                    .clock_high
+                    .0
+                    .fetch_max(read, Ordering::Relaxed)
+                    .max(read);
+            }
             let now = high.saturating_sub(self.base_ms);
+            // A clock past the word's range (34.8 years after the generator started, or a clock
+            // that jumped that far) cannot be written into it: an error, not a wrapped word.
+            if now >= self.end_offset {
+                return Err(self.ended());
+            }
             let current = self.next_free.0.load(Ordering::Relaxed);
             let first = if current >> COUNTER_BITS < now {
                 now << COUNTER_BITS | (self.entropy.next_u64() % SEED_LIMIT)
@@ -194,10 +221,8 @@ impl Id128Generator {
                 current
             };
             let last_ms = first.saturating_add(n - 1) >> COUNTER_BITS;
-            if last_ms >= self.end_offset() {
-                return Err(Error::LayoutExhausted {
-                    ends_at: format_ms_rfc3339(self.base_ms + self.end_offset()),
-                });
+            if last_ms >= self.end_offset {
+                return Err(self.ended());
             }
             let ahead = last_ms.saturating_sub(now);
             if ahead > self.max_lead_ms {
@@ -335,6 +360,7 @@ impl Id128Builder {
 
     /// The generator, starting at the clock's millisecond.
     pub fn build(self) -> Result<Id128Generator> {
+        entropy::watch_forks();
         check_node_bits(self.node_bits)?;
         if self.node_bits < 32 && u64::from(self.node) >= 1u64 << self.node_bits {
             return Err(Error::argument(
@@ -369,7 +395,10 @@ impl Id128Builder {
             node_bits: self.node_bits,
             node: self.node,
             ticker: clock.ticker(),
-            clock_high: AtomicU64::new(self.after.map_or(now_ms, |(ms, _)| now_ms.max(ms))),
+            clock_high: Padded(AtomicU64::new(
+                self.after.map_or(now_ms, |(ms, _)| now_ms.max(ms)),
+            )),
+            end_offset: OFFSET_LIMIT.min(MAX_MS + 1 - base_ms),
             clock,
             max_lead_ms: duration_ms(self.max_lead),
             max_wait: self.max_wait,

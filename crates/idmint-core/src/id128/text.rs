@@ -32,7 +32,8 @@ pub enum Id128Form {
 }
 
 impl Id128Form {
-    /// Reads a form's name: `uuid` (or `canonical`), `ulid` (or `base32`), `hex`, `bytes`.
+    /// Reads a form's name, in any case: `uuid` (or `canonical`), `ulid` (or `base32`), `hex`,
+    /// `bytes` (or `binary`).
     pub fn parse(name: &str) -> Result<Self> {
         match name.to_ascii_lowercase().as_str() {
             "uuid" | "canonical" => Ok(Id128Form::Uuid),
@@ -156,12 +157,21 @@ impl std::str::FromStr for Id128 {
 }
 
 fn refusal(input: &[u8]) -> Error {
-    let shown: String = String::from_utf8_lossy(input).chars().take(48).collect();
-    let why = match input.len() {
-        36 => "not 8-4-4-4-12 hex digits",
-        32 => "not 32 hex digits",
-        26 => "not a ULID: Crockford base32 (no I, L, O, U), first character 0-7",
-        _ => "expected 36 characters (8-4-4-4-12 hex), 32 hex digits or 26 of ULID base32",
+    // Shown escaped and cut: the input may be anything a client sent.
+    let shown: String = String::from_utf8_lossy(input)
+        .chars()
+        .take(48)
+        .flat_map(char::escape_debug)
+        .collect();
+    let why = if !input.is_ascii() {
+        "every form is ASCII"
+    } else {
+        match input.len() {
+            36 => "not 8-4-4-4-12 hex digits",
+            32 => "not 32 hex digits",
+            26 => "not a ULID: Crockford base32 (no I, L, O, U), first character 0-7",
+            _ => "expected 36 characters (8-4-4-4-12 hex), 32 hex digits or 26 of ULID base32",
+        }
     };
     Error::argument("id", format!("`{shown}` is not a 128-bit ID: {why}"))
 }

@@ -46,6 +46,13 @@ impl Id128Kind {
         }
     }
 
+    /// The kind a text form says by itself: 26 characters are a ULID's own text. The other
+    /// forms (canonical, hex, bytes) are written for both kinds, so `None`: the version and
+    /// variant bits decide ([`Id128::decode`]).
+    pub fn of_text(text: &[u8]) -> Option<Self> {
+        (text.len() == 26).then_some(Id128Kind::Ulid)
+    }
+
     /// Reads `uuidv7` (also `uuid7`, `uuid`) or `ulid`, in any case.
     pub fn parse(name: &str) -> Result<Self> {
         match name.to_ascii_lowercase().as_str() {
@@ -115,13 +122,19 @@ impl Id128 {
     #[inline]
     pub const fn compose(kind: Id128Kind, fields: &Id128Fields) -> Self {
         let tail = kind.tail_bits();
-        let random_bits = tail - fields.node_bits;
+        // A width past the largest node field is cut to it (a generator never makes one).
+        let node_bits = if fields.node_bits > MAX_NODE_BITS {
+            MAX_NODE_BITS
+        } else {
+            fields.node_bits
+        };
+        let random_bits = tail - node_bits;
         let ms = (fields.ms & MAX_MS) as u128;
         let counter = (fields.counter & ((1 << COUNTER_BITS) - 1)) as u128;
-        let node = if fields.node_bits == 0 {
+        let node = if node_bits == 0 {
             0
         } else {
-            (fields.node as u128 & ((1 << fields.node_bits) - 1)) << random_bits
+            (fields.node as u128 & ((1 << node_bits) - 1)) << random_bits
         };
         let random = fields.random as u128 & ((1u128 << random_bits) - 1);
         let value = match kind {

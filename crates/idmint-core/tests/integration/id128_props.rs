@@ -109,7 +109,7 @@ proptest! {
     #[test]
     fn generated_ids_carry_their_time_kind_and_node(
         kind in kinds(),
-        at in 0u64..(1 << 47),
+        at in 0u64..(1 << 48) - 1_000,
         (node_bits, node) in (0u32..=24).prop_flat_map(|bits| (Just(bits), 0u32..(1 << bits).max(1))),
     ) {
         let clock = ManualClock::shared(at);
@@ -119,9 +119,15 @@ proptest! {
             let decoded = id.decode(Some(kind), node_bits).unwrap();
             prop_assert_eq!(decoded.ms, at);
             prop_assert_eq!(decoded.node, (node_bits > 0).then_some(node));
-            prop_assert_eq!(id.is_uuid7(), kind == Id128Kind::Uuid7 || id.is_uuid7());
+            prop_assert_eq!(decoded.kind, kind);
             if kind == Id128Kind::Uuid7 {
+                prop_assert!(id.is_uuid7());
                 prop_assert_eq!((decoded.version, decoded.variant), (Some(7), Some(0b10)));
+            } else {
+                // A ULID's own text says it is one, whatever its bits look like.
+                let text = Id128Form::Ulid.render(id);
+                let hinted = id.decode(Id128Kind::of_text(text.as_bytes()), node_bits).unwrap();
+                prop_assert_eq!(hinted, decoded);
             }
             prop_assert!(last < Some(id));
             last = Some(id);
@@ -429,4 +435,95 @@ fn a_generator_built_after_another_goes_on_above_it() {
         .unwrap();
     let next = third.next_id().unwrap();
     assert!(next > last && next.ms() == NOW_MS);
+}
+
+#[test]
+fn a_clock_past_the_words_range_is_an_error_not_a_wrapped_id() {
+    let clock = ManualClock::shared(NOW_MS);
+    let ids = generator(Id128Kind::Uuid7, &clock).build().unwrap();
+    let before = ids.next_id().unwrap();
+    // 2^40 ms (34.8 years) after the build: the word cannot count that far.
+    clock.set_ms(NOW_MS + (1 << 40) + 5);
+    for _ in 0..3 {
+        let error = ids.next_id().unwrap_err();
+        assert!(error.to_string().contains("ran out"), "{error}");
+        assert!(ids.next_ids(10).is_err());
+    }
+    // A generator built now is fine, and the end of 48-bit milliseconds is refused too.
+    let fresh = generator(Id128Kind::Uuid7, &clock).build().unwrap();
+    assert!(fresh.next_id().unwrap() > before);
+    clock.set_ms((1 << 48) - 2);
+    let last = generator(Id128Kind::Ulid, &clock)
+        .fixed_randomness_for_tests(0)
+        .build()
+        .unwrap();
+    assert_eq!(last.next_id().unwrap().ms(), (1 << 48) - 2);
+    assert!(last.next_ids(1_000_000).is_ok());
+    clock.set_ms((1 << 48) + 10);
+    assert!(last.next_id().is_err());
+}
+
+/// Children forked from a parent that never drew an ID, and two children of one parent,
+/// never share an ID: each thread reseeds before its first draw and after every fork.
+#[cfg(unix)]
+#[test]
+#[allow(unsafe_code)]
+fn children_of_a_parent_that_never_drew_and_siblings_never_repeat() {
+    use std::io::Read;
+    use std::os::fd::FromRawFd;
+
+    fn child_ids(ids: &Id128Generator) -> Vec<Id128> {
+        let mut fds = [0i32; 2];
+        // SAFETY: a pipe into a local array; the child only draws IDs into a stack buffer,
+        // writes them and leaves with _exit.
+        let pid = unsafe {
+            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+            libc::fork()
+        };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let mut out = [0u8; 16 * 50];
+            for (slot, id) in out
+                .chunks_mut(16)
+                .zip(ids.next_ids(50).into_iter().flatten())
+            {
+                slot.copy_from_slice(&id.to_bytes());
+            }
+            // SAFETY: writes a buffer this child owns, then ends without unwinding.
+            unsafe {
+                libc::write(fds[1], out.as_ptr().cast(), out.len());
+                libc::_exit(0);
+            }
+        }
+        // SAFETY: this process's own descriptors, each closed once (the File owns the read end).
+        let mut pipe = unsafe {
+            libc::close(fds[1]);
+            std::fs::File::from_raw_fd(fds[0])
+        };
+        let mut bytes = Vec::new();
+        pipe.read_to_end(&mut bytes).unwrap();
+        // SAFETY: waits for the child forked above.
+        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        assert_eq!(bytes.len(), 800);
+        bytes
+            .chunks(16)
+            .map(|c| Id128::parse_bytes(c).unwrap())
+            .collect()
+    }
+
+    // The generator is built (and draws) on this thread; the forks happen on another, which
+    // has drawn nothing for IDs (it used rand for something else).
+    let clock = ManualClock::shared(NOW_MS);
+    let ids = Arc::new(generator(Id128Kind::Ulid, &clock).build().unwrap());
+    std::thread::spawn(move || {
+        let _ = rand::random::<u64>();
+        let (first, second) = (child_ids(&ids), child_ids(&ids));
+        let parent: Vec<Id128> = ids.next_ids(50).unwrap().collect();
+        let mut seen = HashSet::new();
+        for id in first.iter().chain(&second).chain(&parent) {
+            assert!(seen.insert(*id), "{id} made by two processes");
+        }
+    })
+    .join()
+    .unwrap();
 }

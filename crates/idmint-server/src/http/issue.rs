@@ -138,7 +138,8 @@ pub(crate) async fn decode(
 ) -> Result<Response, ApiError> {
     if query.kind.is_some() || (!query.names_64_bit() && is_id128_length(&text)) {
         let id = Id128::parse(&text)?;
-        return Ok(Json(decoded_id128(&state, id, query.kind)?).into_response());
+        let kind = query.kind.or(Id128Kind::of_text(text.as_bytes()));
+        return Ok(Json(decoded_id128(&state, id, kind)?).into_response());
     }
     if let Some(tag) = &query.tag {
         let info = state.ids.store().segments.tag_info(tag).await?;

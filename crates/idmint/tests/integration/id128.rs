@@ -449,8 +449,14 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
             (status, response.json::<serde_json::Value>().await.unwrap())
         }
     };
-    for form in [Id128Form::Uuid, Id128Form::Hex, Id128Form::Ulid] {
-        let (status, body) = decode(format!("/v1/decode/{}", form.render(uuid))).await;
+    // The canonical and hex forms read as their bits say; a UUIDv7 in ULID text needs the
+    // kind named (26 characters are a ULID's own text).
+    for (form, query) in [
+        (Id128Form::Uuid, ""),
+        (Id128Form::Hex, ""),
+        (Id128Form::Ulid, "?kind=uuidv7"),
+    ] {
+        let (status, body) = decode(format!("/v1/decode/{}{query}", form.render(uuid))).await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["id"], Id128Form::Uuid.render(uuid));
         assert_eq!(body["kind"], "uuidv7");
@@ -467,6 +473,10 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
     assert_eq!(body["kind"], "ulid", "{body}");
     assert!(body.get("version").is_none());
     assert_eq!(body["ms"], ulid.ms());
+    // 26 characters read as a ULID even when the bits would pass for a UUIDv7's (1 in 64
+    // ULIDs do): the text form says the kind.
+    let (_, body) = decode(format!("/v1/decode/{}", Id128Form::Ulid.render(uuid))).await;
+    assert_eq!(body["kind"], "ulid", "{body}");
     // `kind` reads it as asked.
     let (_, body) = decode(format!(
         "/v1/decode/{}?kind=ulid",

@@ -467,6 +467,11 @@ fn every_setting_given_a_bad_value_is_one_error_line_naming_it() {
             "expected one of true, false",
         ),
         (
+            "id128-node",
+            vec!["--id128-node", "on"],
+            "expected one of true, false",
+        ),
+        (
             "io-threads",
             vec!["--io-threads", "100000"],
             "is above 1024",

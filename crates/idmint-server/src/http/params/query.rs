@@ -146,9 +146,8 @@ impl FromQuery for Id128Query {
     }
 }
 
-/// `/v1/decode/{id}`'s query: the text form of the ID (see [`FormParts`]), and `tag=T` for a
-/// segment ID of tag `T` (restored with the tag's permutation rather than taken apart as a
-/// snowflake), or `kind=uuidv7|ulid` for a 128-bit ID read as that kind.
+/// `/v1/decode/{id}`'s query: the ID's text form ([`FormParts`]), `tag=T` for a segment ID of
+/// `T` (restored with its permutation), or `kind=uuidv7|ulid` for a 128-bit ID of that kind.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct DecodeQuery {
     pub form: Option<Box<IdForm>>,
@@ -159,8 +158,7 @@ pub(crate) struct DecodeQuery {
 }
 
 impl DecodeQuery {
-    /// Whether the query says how to read a 64-bit ID: a text form or a tag. Without any, an
-    /// ID of a 128-bit text's length is read as one.
+    /// Whether the query says how to read a 64-bit ID (a form, a tag); else 128-bit lengths are.
     pub(crate) fn names_64_bit(&self) -> bool {
         self.form.is_some() || self.tag.is_some() || self.refined
     }

@@ -125,8 +125,11 @@ fn decode_id128(session: &Session, text: &[u8], kind: Option<Id128Kind>, out: &m
             .map_or_else(|_| Id128::parse_bytes(text), Id128::parse),
     };
     let decoded = parsed.and_then(|id| {
-        id.decode(kind, session.shared.ids.id128_node_bits())
-            .map(|decoded| (id, decoded))
+        id.decode(
+            kind.or(Id128Kind::of_text(text)),
+            session.shared.ids.id128_node_bits(),
+        )
+        .map(|decoded| (id, decoded))
     });
     let (id, decoded) = match decoded {
         Ok(decoded) => decoded,
