@@ -75,10 +75,6 @@ pub struct DecodeArgs {
     pub node_bits: u32,
 }
 
-/// The lengths of the text forms of 128-bit IDs (canonical, hex, ULID): no decimal 64-bit ID
-/// is that long, so an ID of one of them is read as 128-bit.
-const ID128_LENGTHS: [usize; 3] = [36, 32, 26];
-
 /// Runs `idmint decode`: the decoded ID goes to `out`, a warning about an ID from the future
 /// (a sign of the wrong layout) to `warn`.
 pub fn run(
@@ -88,13 +84,27 @@ pub fn run(
     warn: &mut dyn Write,
 ) -> Result<()> {
     let text = args.id.trim();
-    if args.form.format.is_none() && ID128_LENGTHS.contains(&text.len()) {
+    let id128_flag = match (&args.kind, args.node_bits) {
+        (Some(_), _) => Some("--kind"),
+        (None, 0) => None,
+        (None, _) => Some("--node-bits"),
+    };
+    if let (Some(flag), Some(_)) = (id128_flag, &args.form.format) {
+        return Err(InputError::new(
+            flag,
+            "reads 128-bit IDs, which have their own forms: not with --format",
+        )
+        .into());
+    }
+    if args.form.format.is_none()
+        && (args.kind.is_some() || idmint_core::Id128::is_text_shaped(text.as_bytes()))
+    {
         return decode_id128(args, text, now_ms, out, warn);
     }
-    if args.kind.is_some() || args.node_bits > 0 {
+    if let Some(flag) = id128_flag {
         return Err(InputError::new(
-            "--kind",
-            "--kind and --node-bits read 128-bit IDs: 36, 32 or 26 characters",
+            flag,
+            "reads 128-bit IDs: 36, 32 or 26 characters, not only digits",
         )
         .into());
     }

@@ -15,7 +15,7 @@ const MAX_COUNT: u64 = 100_000_000;
 /// Arguments of `idmint uuid` and `idmint ulid`.
 #[derive(Debug, Args)]
 pub struct Id128Args {
-    /// How many IDs to print.
+    /// How many IDs to print, 1 to 100,000,000.
     #[arg(short = 'n', long, value_name = "N", default_value_t = 1)]
     pub count: u64,
 

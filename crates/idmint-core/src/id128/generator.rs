@@ -83,7 +83,7 @@ impl Id128Generator {
     /// let ids = Id128Generator::uuid7()?;
     /// let (a, b) = (ids.next_id()?, ids.next_id()?);
     /// assert!(a < b && a.is_uuid7());
-    /// println!("{a}"); // 019abc3e-5f10-7d2a-9b41-0c6e2f5a7d93
+    /// println!("{a}"); // 01a21f69-9497-77b5-96d1-456267390727
     /// # Ok::<(), idmint_core::Error>(())
     /// ```
     pub fn uuid7() -> Result<Self> {
@@ -106,6 +106,7 @@ impl Id128Generator {
             max_wait: Duration::from_secs(1),
             entropy: Entropy::Thread,
             after: None,
+            not_before_ms: 0,
         }
     }
 
@@ -296,6 +297,14 @@ impl Iterator for Id128Batch<'_> {
 
 impl ExactSizeIterator for Id128Batch<'_> {}
 
+impl Id128Batch<'_> {
+    /// The millisecond of the batch's last ID (its greatest), without drawing random bits:
+    /// what a fence checks before the IDs are handed out. `None` once the batch is read.
+    pub fn last_ms(&self) -> Option<u64> {
+        (self.next < self.end).then(|| self.generator.base_ms + ((self.end - 1) >> COUNTER_BITS))
+    }
+}
+
 /// Settings of an [`Id128Generator`], with defaults for the common case.
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is called"]
@@ -308,6 +317,7 @@ pub struct Id128Builder {
     max_wait: Duration,
     entropy: Entropy,
     after: Option<(u64, u32)>,
+    not_before_ms: u64,
 }
 
 impl Id128Builder {
@@ -350,6 +360,15 @@ impl Id128Builder {
         self
     }
 
+    /// No ID in a millisecond before `ms`: a generator whose node field is a leased worker ID
+    /// starts above the previous holder's high-water mark, as the snowflake generator of the
+    /// lease does, so the two holders' IDs never share a millisecond. Until the clock is within
+    /// `max_lead` of `ms`, calls wait (at most `max_wait`) and then fail with `clock_behind`.
+    pub fn not_before_ms(mut self, ms: u64) -> Self {
+        self.not_before_ms = ms;
+        self
+    }
+
     /// Random bits fixed to `value`, as a broken RNG would give: for tests of what the node
     /// field and the counter guarantee without randomness. Never use it to make IDs.
     #[doc(hidden)]
@@ -384,10 +403,15 @@ impl Id128Builder {
         }
         // The first millisecond's counter is seeded like every later one's.
         let seed = ((now_ms - base_ms) << COUNTER_BITS) | (self.entropy.next_u64() % SEED_LIMIT);
-        let first = match self.after {
-            Some((ms, counter)) => seed.max((ms - base_ms) << COUNTER_BITS | u64::from(counter)),
-            None => seed,
+        let after = match self.after {
+            Some((ms, counter)) => (ms - base_ms) << COUNTER_BITS | u64::from(counter),
+            None => 0,
         };
+        let not_before = self
+            .not_before_ms
+            .saturating_sub(base_ms)
+            .min(OFFSET_LIMIT - 1);
+        let first = seed.max(after).max(not_before << COUNTER_BITS);
         Ok(Id128Generator {
             next_free: Padded(AtomicU64::new(first)),
             base_ms,

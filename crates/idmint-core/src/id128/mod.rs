@@ -11,7 +11,7 @@
 //!
 //! let ids = Id128Generator::ulid()?;
 //! let id = ids.next_id()?;
-//! let text = Id128Form::Ulid.render(id); // 01KB2Z6J7R5W3XQ0M8N4P2D9TA
+//! let text = Id128Form::Ulid.render(id); // 01M8FPK54W8MM77Q9C9JGQFMNA
 //! assert_eq!(Id128::parse(&text)?, id);
 //! assert_eq!(Id128::parse(&Id128Form::Uuid.render(id))?, id);
 //! # Ok::<(), idmint_core::Error>(())

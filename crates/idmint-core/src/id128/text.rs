@@ -148,6 +148,16 @@ fn parse_text(input: &[u8]) -> Result<Id128> {
     parsed.ok_or_else(|| refusal(input))
 }
 
+impl Id128 {
+    /// Whether `text` is shaped as a 128-bit ID's text (36, 32 or 26 characters) rather than a
+    /// 64-bit ID's decimal: what a decoder that takes either asks before reading. Digits alone
+    /// are decimal (zero-padded 64-bit forms are 26 or 32 digits wide too): name the kind to
+    /// read them as 128-bit.
+    pub fn is_text_shaped(text: &[u8]) -> bool {
+        matches!(text.len(), 26 | 32 | 36) && !text.iter().all(u8::is_ascii_digit)
+    }
+}
+
 impl std::str::FromStr for Id128 {
     type Err = Error;
 

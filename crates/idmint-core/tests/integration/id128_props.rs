@@ -527,3 +527,27 @@ fn children_of_a_parent_that_never_drew_and_siblings_never_repeat() {
     .join()
     .unwrap();
 }
+
+#[test]
+fn a_generator_not_before_a_millisecond_waits_for_the_clock_to_reach_it() {
+    let clock = ManualClock::shared(NOW_MS);
+    let fenced = generator(Id128Kind::Uuid7, &clock)
+        .not_before_ms(NOW_MS + 5_000)
+        .max_lead(Duration::from_secs(1))
+        .max_wait(Duration::ZERO)
+        .build()
+        .unwrap();
+    let error = fenced.next_id().unwrap_err();
+    assert!(error.to_string().contains("behind"), "{error}");
+    clock.advance(Duration::from_secs(4));
+    let batch = fenced.next_ids(3).unwrap();
+    assert_eq!(batch.last_ms(), Some(NOW_MS + 5_000));
+    let ids: Vec<_> = batch.collect();
+    assert!(ids.iter().all(|id| id.ms() == NOW_MS + 5_000));
+    // Not before a moment already past: the clock's millisecond, as without it.
+    let plain = generator(Id128Kind::Ulid, &clock)
+        .not_before_ms(NOW_MS)
+        .build()
+        .unwrap();
+    assert_eq!(plain.next_id().unwrap().ms(), NOW_MS + 4_000);
+}

@@ -96,9 +96,10 @@ pub struct PartialConfig {
     pub node_name: Option<String>,
 
     /// Put this node's datacenter and leased worker ID in a node field of its 128-bit IDs
-    /// (UUIDv7, ULID), so two nodes never give the same one even if their random bits met. The
-    /// field is as wide as the layout's dc and worker fields together (at most 24 bits), taken
-    /// from the random bits.
+    /// (UUIDv7, ULID), so two nodes never give the same one even if their random bits met; they
+    /// are then fenced by the lease's high-water mark, as snowflakes are. The field is as wide
+    /// as the layout's dc and worker fields together (at most 24 bits), taken from the random
+    /// bits.
     #[arg(long, value_name = "BOOL", env = "IDMINT_ID128_NODE")]
     pub id128_node: Option<bool>,
 

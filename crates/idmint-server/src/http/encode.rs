@@ -92,7 +92,8 @@ fn texts_json(
 
 /// `{"ids":[...]}` of 128-bit IDs in a text `form`, each written by `Id128Form::encode` straight
 /// into the body (hex digits, base32 letters and dashes: nothing to escape); for
-/// [`Id128Form::Bytes`], the IDs' 16 bytes one after the other, no JSON.
+/// [`Id128Form::Bytes`](idmint_core::Id128Form::Bytes), the IDs' 16 bytes one after the other,
+/// no JSON.
 pub(crate) fn id128_body(
     ids: impl Iterator<Item = idmint_core::Id128>,
     count: u64,

@@ -136,7 +136,7 @@ pub(crate) async fn decode(
     IdText(text): IdText,
     Params(query): Params<DecodeQuery>,
 ) -> Result<Response, ApiError> {
-    if query.kind.is_some() || (!query.names_64_bit() && is_id128_length(&text)) {
+    if query.kind.is_some() || (!query.names_64_bit() && Id128::is_text_shaped(text.as_bytes())) {
         let id = Id128::parse(&text)?;
         let kind = query.kind.or(Id128Kind::of_text(text.as_bytes()));
         return Ok(Json(decoded_id128(&state, id, kind)?).into_response());
@@ -177,12 +177,6 @@ pub(crate) async fn decode(
         .into_response());
     }
     Ok(Json(state.ids.decode(id)?).into_response())
-}
-
-/// Whether `text` has the length of a 128-bit ID's text (canonical, hex or ULID): no 64-bit ID
-/// is written so long (20 decimal digits at most).
-fn is_id128_length(text: &str) -> bool {
-    matches!(text.len(), 26 | 32 | 36)
 }
 
 /// A 128-bit ID taken apart, as `/v1/decode/{id}` answers it, its fields in this order.

@@ -62,24 +62,28 @@ impl Id128Settings {
         u32::try_from(node).unwrap_or(u32::MAX)
     }
 
-    /// The generators of a lease on `worker_id`. `previous`, those of the lease before (the
-    /// node changed worker ID): kept when the node field would not change, else replaced by
-    /// generators that start above them.
+    /// The generators of a lease on `worker_id` that may issue from `first_ms` on (above the
+    /// previous holder's high-water mark). `previous`, those of this node's lease before.
+    ///
+    /// Without a node field they are kept: nothing in them depends on the lease. With one,
+    /// they are always replaced, by generators that start above `previous` (this node's order
+    /// holds) and not before `first_ms`: another node that held the worker ID in between put
+    /// the same node field in IDs up to its high-water mark, and these start after it, as the
+    /// lease's snowflakes do (`Ids::id128s` bounds them from above by its granted mark).
     pub(crate) fn generators(
         &self,
         worker_id: u64,
+        first_ms: u64,
         previous: Option<&Arc<Id128Generators>>,
     ) -> Result<Arc<Id128Generators>> {
         let node = if self.node_bits == 0 {
+            if let Some(previous) = previous {
+                return Ok(Arc::clone(previous));
+            }
             0
         } else {
             self.node(worker_id)
         };
-        if let Some(previous) = previous {
-            if previous.node == node {
-                return Ok(Arc::clone(previous));
-            }
-        }
         let build = |kind: Id128Kind, before: Option<&Id128Generator>| {
             let mut builder = Id128Generator::builder(kind)
                 .node(self.node_bits, node)
@@ -91,12 +95,14 @@ impl Id128Settings {
             if let Some(before) = before {
                 builder = builder.after(before);
             }
+            if self.node_bits > 0 {
+                builder = builder.not_before_ms(first_ms);
+            }
             builder.build()
         };
         Ok(Arc::new(Id128Generators {
             uuid7: build(Id128Kind::Uuid7, previous.map(|p| &p.uuid7))?,
             ulid: build(Id128Kind::Ulid, previous.map(|p| &p.ulid))?,
-            node,
         }))
     }
 }
@@ -134,11 +140,14 @@ pub fn node_field_width(layout: &Layout) -> Result<u32> {
 pub struct Id128Generators {
     uuid7: Id128Generator,
     ulid: Id128Generator,
-    /// Their node field's value (0 without one).
-    node: u32,
 }
 
 impl Id128Generators {
+    /// Whether their IDs carry the lease's worker ID, and so are fenced by its high-water mark.
+    pub fn fenced(&self) -> bool {
+        self.uuid7.node().0 > 0
+    }
+
     /// The generator of `kind`.
     #[inline]
     pub fn of(&self, kind: Id128Kind) -> &Id128Generator {
@@ -174,7 +183,7 @@ mod tests {
     fn the_node_field_is_the_datacenter_above_the_worker() {
         let settings = settings(true, "time:41@1ms,dc:5,worker:5,seq:12").unwrap();
         assert_eq!(settings.node_bits, 10);
-        let generators = settings.generators(7, None).unwrap();
+        let generators = settings.generators(7, 0, None).unwrap();
         let id = generators.of(Id128Kind::Uuid7).next_id().unwrap();
         let decoded = id.decode(None, 10).unwrap();
         assert_eq!(decoded.node, Some(2 << 5 | 7));
@@ -190,35 +199,50 @@ mod tests {
         assert!(none.to_string().contains("neither"), "{none}");
         let off = settings(false, "time:31@1ms,dc:10,worker:15,seq:7").unwrap();
         assert_eq!(off.node_bits, 0);
-        let generators = off.generators(5, None).unwrap();
+        let generators = off.generators(5, 0, None).unwrap();
         assert_eq!(generators.of(Id128Kind::Uuid7).node(), (0, 0));
     }
 
     #[test]
     fn a_new_worker_replaces_the_generators_above_the_old_ones() {
         let settings = settings(true, "time:41@1ms,worker:10,seq:12").unwrap();
-        let old = settings.generators(3, None).unwrap();
+        let old = settings.generators(3, 0, None).unwrap();
         let before: Vec<_> = (0..1000)
             .map(|_| old.of(Id128Kind::Uuid7).next_id().unwrap())
             .collect();
-        // The same worker again: the same generators.
-        let same = settings.generators(3, Some(&old)).unwrap();
-        assert!(Arc::ptr_eq(&old, &same));
+        // The same worker again (another node may have held it since): new generators, above.
+        let same = settings.generators(3, 0, Some(&old)).unwrap();
+        assert!(!Arc::ptr_eq(&old, &same));
+        assert!(before
+            .iter()
+            .all(|id| *id < same.of(Id128Kind::Uuid7).next_id().unwrap()));
         // Another worker, in the same millisecond of a clock that does not move: above.
-        let new = settings.generators(4, Some(&old)).unwrap();
+        let new = settings.generators(4, 0, Some(&old)).unwrap();
         let after = new.of(Id128Kind::Uuid7).next_id().unwrap();
         assert!(before.iter().all(|id| *id < after));
         assert_eq!(after.decode(None, 10).unwrap().node, Some(4));
         let ulid_before = old.of(Id128Kind::Ulid).next_id().unwrap();
-        let new = settings.generators(5, Some(&old)).unwrap();
+        let new = settings.generators(5, 0, Some(&old)).unwrap();
         assert!(ulid_before < new.of(Id128Kind::Ulid).next_id().unwrap());
     }
 
     #[test]
     fn without_a_node_field_a_new_lease_keeps_the_generators() {
         let settings = settings(false, "time:41@1ms,worker:10,seq:12").unwrap();
-        let old = settings.generators(3, None).unwrap();
-        let new = settings.generators(9, Some(&old)).unwrap();
+        let old = settings.generators(3, 0, None).unwrap();
+        let new = settings.generators(9, 0, Some(&old)).unwrap();
         assert!(Arc::ptr_eq(&old, &new));
+    }
+
+    #[test]
+    fn with_a_node_field_a_lease_starts_after_the_previous_holders_mark() {
+        let settings = settings(true, "time:41@1ms,worker:10,seq:12").unwrap();
+        // The clock reads 1_750_000_000_000; the previous holder's mark is 2 s later.
+        let generators = settings.generators(3, 1_750_000_002_000, None).unwrap();
+        let id = generators.of(Id128Kind::Ulid).next_ids(1);
+        assert!(
+            id.is_err(),
+            "issued before the clock reached the previous holder's mark"
+        );
     }
 }

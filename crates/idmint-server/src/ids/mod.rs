@@ -32,6 +32,10 @@ pub use self::tag_buffer::TagBuffer;
 pub use self::tag_quota::{default_admin_reserve, default_share, Asker};
 pub use crate::store::CorruptionLatch;
 
+/// How often a 128-bit call blocked on the granted high-water mark looks again (as the
+/// snowflake generator's own wait does).
+const HWM_POLL: Duration = Duration::from_millis(5);
+
 /// Everything the ID service is configured with.
 #[derive(Debug, Clone)]
 pub struct IdsConfig {
@@ -252,6 +256,9 @@ impl Ids {
         let count = u32::try_from(count).ok()?;
         let holding = self.keeper.holding();
         let batch = holding.id128.of(kind).next_ids(count).ok()?;
+        if !within_granted(&holding, &batch) {
+            return None;
+        }
         Some(write(batch))
     }
 
@@ -271,18 +278,32 @@ impl Ids {
         loop {
             let pause = {
                 let holding = self.keeper.holding();
+                let waited = stopwatch
+                    .as_ref()
+                    .map_or(Duration::ZERO, Stopwatch::elapsed);
+                let budget = self.max_wait.saturating_sub(waited);
                 match holding.id128.of(kind).next_ids(count) {
+                    // With a node field, no ID past the lease's confirmed high-water mark (the
+                    // snowflakes' fence): a node that lost its lease stops, and the next
+                    // holder of the worker ID starts above the mark. The IDs taken are left
+                    // unused (a gap); the call waits for a raise as snowflake calls do.
+                    Ok(batch) if !within_granted(&holding, &batch) => {
+                        let granted = holding.generator.granted_tick();
+                        if budget.is_zero() && stopwatch.is_some() {
+                            return Err(Error::HwmNotGranted {
+                                tick: holding
+                                    .generator
+                                    .layout()
+                                    .tick_at(batch.last_ms().unwrap_or(0))
+                                    .unwrap_or(u64::MAX),
+                                granted,
+                            });
+                        }
+                        HWM_POLL.min(budget)
+                    }
                     Ok(batch) => return Ok(write(batch)),
                     Err(Error::ClockBehind { behind_ms, .. }) => {
-                        let waited = match &stopwatch {
-                            Some(started) => started.elapsed(),
-                            None => {
-                                stopwatch = Some(Stopwatch::start());
-                                Duration::ZERO
-                            }
-                        };
-                        let budget = self.max_wait.saturating_sub(waited);
-                        if budget.is_zero() {
+                        if budget.is_zero() && stopwatch.is_some() {
                             return Err(Error::ClockBehind { behind_ms, waited });
                         }
                         Duration::from_millis(behind_ms).min(budget)
@@ -290,6 +311,7 @@ impl Ids {
                     Err(error) => return Err(error),
                 }
             };
+            stopwatch.get_or_insert_with(Stopwatch::start);
             tokio::time::sleep(pause.max(Duration::from_millis(1))).await;
         }
     }
@@ -426,4 +448,22 @@ async fn refuse_plain_segments(store: &Store) -> Result<()> {
             ),
         }),
     }
+}
+
+/// Whether `batch` may be handed out on `holding`'s lease: always without a node field; with
+/// one, when its last millisecond is within the high-water mark the store confirmed for the
+/// lease (the snowflake generator's granted tick, whose start is a millisecond no later holder
+/// of the worker ID issues in).
+#[inline]
+fn within_granted(holding: &lease::Holding, batch: &Id128Batch<'_>) -> bool {
+    if !holding.id128.fenced() {
+        return true;
+    }
+    let layout = holding.generator.layout();
+    let granted_ms = holding
+        .generator
+        .granted_tick()
+        .saturating_mul(layout.unit().millis())
+        .saturating_add(layout.epoch_ms());
+    batch.last_ms().is_some_and(|ms| ms <= granted_ms)
 }

@@ -581,7 +581,10 @@ fn uuid_ulid_and_decode_refuse_bad_input_naming_the_flag() {
     idmint(&["decode", "0192f3a1-7c2e-7a3b-8d4e-5f60718293g4"]).usage_error(&["ID", "8-4-4-4-12"]);
     idmint(&["decode", "01ARZ3NDEKTSV4RRFFQ69G5FAU"]).usage_error(&["ID", "no I, L, O, U"]);
     idmint(&["decode", "8ZZZZZZZZZZZZZZZZZZZZZZZZZ"]).usage_error(&["ID", "first character 0-7"]);
-    idmint(&["decode", DISCORD_ID, "--kind", "ulid"]).usage_error(&["--kind", "128-bit"]);
+    idmint(&["decode", DISCORD_ID, "--kind", "ulid"]).usage_error(&["ID", "not a 128-bit ID"]);
+    idmint(&["decode", DISCORD_ID, "--node-bits", "10"]).usage_error(&["--node-bits", "128-bit"]);
+    let padded = "00000000252213096473427968";
+    idmint(&["decode", padded, "--layout", "twitter"]).ok();
     let ulid = idmint(&["ulid"]).ok().trim().to_owned();
     idmint(&["decode", &ulid, "--kind", "uuid4"]).usage_error(&["--kind", "uuidv7 or ulid"]);
     idmint(&["decode", &ulid, "--node-bits", "30"]).usage_error(&["--node-bits", "24 bits"]);

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::collections::HashSet;
 use std::process::Command;
+use std::time::Duration;
 
 use idmint_core::{Id128, Id128Form};
 use redis::Value;
@@ -502,6 +503,17 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
     // A snowflake is decoded as before.
     let (_, body) = decode("/v1/decode/175928847299117063".into()).await;
     assert!(body["layout"].is_string(), "{body}");
+    // Digits alone are never read as 128-bit, even 26 or 32 of them: the plain path refuses
+    // zeros in front, and the padded decimal form reads them.
+    for padded in [
+        "00000000175928847299117063",
+        "00000000000000175928847299117063",
+    ] {
+        let (status, body) = decode(format!("/v1/decode/{padded}")).await;
+        assert_eq!((status, body.get("kind")), (400, None), "{body}");
+        let (_, body) = decode(format!("/v1/decode/{padded}?format=decimal")).await;
+        assert_eq!(body["id"], "175928847299117063", "{body}");
+    }
 
     let mut conn = resp(&server);
     let fields = map(call(&mut conn, &["IDMINT.DECODE", &Id128Form::Uuid.render(uuid)]).unwrap());
@@ -543,7 +555,7 @@ async fn decode_reads_both_kinds_over_http_and_resp() {
         ),
         (
             &["IDMINT.DECODE", "abc", "KIND", "nope"],
-            "KIND must be UUID7 or ULID",
+            "KIND must be UUIDV7 or ULID",
         ),
         (
             &["IDMINT.DECODE", "1", "KIND", "ulid", "TAG", "t"],
@@ -668,4 +680,74 @@ fn redis_cli_reads_a_ulid() {
     assert_eq!(ids.len(), 2);
     assert!(ids[0] < ids[1]);
     server.stop();
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`) to `server`'s process.
+fn signal(server: &Server, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// With `--id128-node`, a node frozen past its lease and the node that then takes its worker ID
+/// put the same node field in their IDs; they never share a millisecond: the new holder starts
+/// above the frozen one's high-water mark, and the frozen one, once it wakes, gives no ID past
+/// the mark it was granted (it waits, then answers `hwm_not_granted`, as for snowflakes).
+#[tokio::test(flavor = "multi_thread")]
+async fn with_id128_node_a_frozen_holder_and_the_next_never_share_a_millisecond() {
+    let store = sqlite_url("id128-fence");
+    let flags = [
+        "--id128-node",
+        "true",
+        "--worker-id",
+        "0",
+        "--lease-ttl",
+        "2s",
+        "--lease-renew",
+        "500ms",
+        "--hwm-lead",
+        "2s",
+        "--max-wait",
+        "3s",
+        "--worker-wait",
+        "10s",
+    ];
+    let a = Server::start_with(&store, "id128-fence-a", &flags);
+    let http = reqwest::Client::new();
+    let mut from_a = http_ids(&http, &a, "ulid", "count=100").await;
+    signal(&a, "-STOP");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let b = Server::start_with(&store, "id128-fence-b", &flags);
+    let from_b = http_ids(&http, &b, "ulid", "count=100").await;
+    signal(&a, "-CONT");
+    // Whatever the woken node still gives (before it learns its lease is gone) is below the
+    // new holder's IDs; the rest is refused.
+    for _ in 0..5 {
+        let (status, _, body) = get(&http, &a, "/v1/ulid?count=10").await;
+        match status {
+            200 => from_a.extend(texts(&body).iter().map(|t| Id128::parse(t).unwrap())),
+            503 => {}
+            other => panic!("{other}: {}", String::from_utf8_lossy(&body)),
+        }
+    }
+    for id in from_a.iter().chain(&from_b) {
+        assert_eq!(
+            id.decode(Some(idmint_core::Id128Kind::Ulid), 10)
+                .unwrap()
+                .node,
+            Some(0)
+        );
+    }
+    let a_last = from_a.iter().map(|id| id.ms()).max().unwrap();
+    let b_first = from_b.iter().map(|id| id.ms()).min().unwrap();
+    assert!(
+        a_last < b_first,
+        "A gave ms {a_last}, B {b_first}: the same node field in one ms"
+    );
+    b.stop();
+    // The node that lost its lease cannot write its last mark back: it stops with an error, as
+    // any node whose lease was taken does.
+    signal(&a, "-KILL");
 }

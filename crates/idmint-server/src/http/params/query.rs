@@ -196,7 +196,8 @@ impl FromQuery for DecodeQuery {
         if out.kind.is_some() && out.names_64_bit() {
             return Err(ApiError::new(
                 ErrorCode::InvalidArgument,
-                "`kind` reads a 128-bit ID, and `tag`, `format`, `prefix` and `width` a 64-bit                  one: give one or the other",
+                "`kind` reads a 128-bit ID, and `tag`, `format`, `prefix` and `width` a 64-bit \
+                 one: give one or the other",
             ));
         }
         Ok(out)

@@ -71,9 +71,11 @@ impl Settings {
             .config(self.snowflake)
             .fence(fence)
             .build()?;
-        let id128 = self
-            .id128
-            .generators(lease.worker_id, previous.map(|holding| &holding.id128))?;
+        let id128 = self.id128.generators(
+            lease.worker_id,
+            self.first_ms(&lease),
+            previous.map(|holding| &holding.id128),
+        )?;
         tracing::info!(
             worker_id = lease.worker_id,
             previous_hwm_ms = lease.hwm_ms,

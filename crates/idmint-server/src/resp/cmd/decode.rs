@@ -49,10 +49,10 @@ impl<'a> Decode<'a> {
             }
             return decode_id128(session, text, Some(kind), out);
         }
-        // A 64-bit ID is never written in 26, 32 or 36 characters but in a text form with a
-        // prefix, which the command or the connection names.
+        // A 64-bit ID of 26, 32 or 36 characters is written in a text form the command or the
+        // connection names, or in zero-padded decimal digits, which no 128-bit text is.
         let plain = !self.options.names_64_bit() && !matches!(session.format, IdFormat::Text(_));
-        if plain && matches!(text.len(), 26 | 32 | 36) {
+        if plain && Id128::is_text_shaped(text) {
             return decode_id128(session, text, None, out);
         }
         let id = match format.as_ref() {
@@ -115,14 +115,13 @@ impl<'a> Decode<'a> {
 
 /// `IDMINT.DECODE id [KIND k]` of a 128-bit ID: a map of `id` (canonical), `kind`, `ms`,
 /// `time`, `version` and `variant` (UUIDv7 only), `counter`, and `node` when this node gives
-/// its IDs a node field (read with its width). With `KIND`, 16 bytes are read as the ID's
-/// bytes too.
+/// its IDs a node field (read with its width). Text forms only (16 bytes that are not UTF-8
+/// are read as the ID's bytes).
 fn decode_id128(session: &Session, text: &[u8], kind: Option<Id128Kind>, out: &mut BytesMut) {
-    let parsed = match kind {
-        Some(_) => Id128::parse_bytes(text),
-        None => std::str::from_utf8(text)
-            .map_err(|_| "not UTF-8")
-            .map_or_else(|_| Id128::parse_bytes(text), Id128::parse),
+    // Text forms only: 16 characters a client typed would otherwise be read as raw bytes.
+    let parsed = match std::str::from_utf8(text) {
+        Ok(text) => Id128::parse(text),
+        Err(_) => Id128::parse_bytes(text),
     };
     let decoded = parsed.and_then(|id| {
         id.decode(

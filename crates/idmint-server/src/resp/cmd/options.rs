@@ -62,7 +62,7 @@ impl<'a> IdOptions<'a> {
                     .ok()
                     .and_then(|name| Id128Kind::parse(name).ok());
                 options.kind = Some(kind.ok_or(Refusal::Quoting {
-                    before: "ERR KIND must be UUID7 or ULID, got '",
+                    before: "ERR KIND must be UUIDV7 or ULID, got '",
                     word: value.get(..64.min(value.len())).unwrap_or_default(),
                     after: "'",
                 })?);
