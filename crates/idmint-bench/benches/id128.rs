@@ -23,50 +23,23 @@
 //! Run: `cargo bench -p idmint-bench --bench id128` (about a minute).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod shared;
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Mutex;
+use std::time::Instant;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion};
 use idmint_core::{Id128Generator, Id128Kind};
 use rand::Rng;
 
-/// A 128-bit ID folded to 64 bits.
-#[inline]
-fn fold(id: u128) -> u64 {
-    (id as u64) ^ ((id >> 64) as u64)
-}
+use self::shared::{configure, fold, two_threads};
 
 /// The floor: one shared `fetch_add` and 64 random bits.
 #[inline]
 fn floor(counter: &AtomicU64) -> u64 {
     counter.fetch_add(1, Ordering::Relaxed) ^ rand::rng().next_u64()
-}
-
-/// Runs `per_thread(n)` on two threads started together, `iters` IDs in total; the wall time.
-fn two_threads(iters: u64, per_thread: &(dyn Fn(u64) + Sync)) -> Duration {
-    let barrier = Barrier::new(3);
-    std::thread::scope(|scope| {
-        for n in [iters / 2, iters - iters / 2] {
-            let barrier = &barrier;
-            scope.spawn(move || {
-                barrier.wait();
-                per_thread(n);
-            });
-        }
-        barrier.wait();
-        Instant::now()
-    })
-    .elapsed()
-}
-
-fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
-    group
-        .throughput(Throughput::Elements(1))
-        .sample_size(30)
-        .warm_up_time(Duration::from_millis(700))
-        .measurement_time(Duration::from_secs(2));
 }
 
 fn one_thread(c: &mut Criterion) {

@@ -43,16 +43,20 @@
 //! Run: `cargo bench -p idmint-bench --bench peers` (about 1.5 minutes).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod shared;
+
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Barrier, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput};
+use criterion::{criterion_group, criterion_main, Criterion};
 use ferroid::generator::{AtomicSnowflakeGenerator, BasicSnowflakeGenerator};
 use ferroid::time::MonotonicClock;
 use idmint_core::layout::Layout;
 use idmint_core::{Clock, SnowflakeConfig, SnowflakeGenerator, SystemClock};
+
+use self::shared::{configure, fold, two_threads};
 
 /// The wide layout of idmint-core's `cost/wide` bench.
 const WIDE: &str = "time:41@1ms,seq:22";
@@ -93,38 +97,6 @@ fn ferroid_backoff(yield_for: u64) {
     } else {
         std::thread::yield_now();
     }
-}
-
-/// A 128-bit ID folded to 64 bits.
-#[inline]
-fn fold(id: u128) -> u64 {
-    (id as u64) ^ ((id >> 64) as u64)
-}
-
-/// Runs `per_thread(n)` on two threads started together, `iters` IDs in total; the wall time.
-fn two_threads(iters: u64, per_thread: &(dyn Fn(u64) + Sync)) -> Duration {
-    let barrier = Barrier::new(3);
-    std::thread::scope(|scope| {
-        for n in [iters / 2, iters - iters / 2] {
-            let barrier = &barrier;
-            scope.spawn(move || {
-                barrier.wait();
-                per_thread(n);
-            });
-        }
-        barrier.wait();
-        // Leaving the scope joins both threads.
-        Instant::now()
-    })
-    .elapsed()
-}
-
-fn configure(group: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>) {
-    group
-        .throughput(Throughput::Elements(1))
-        .sample_size(30)
-        .warm_up_time(Duration::from_millis(700))
-        .measurement_time(Duration::from_secs(2));
 }
 
 fn one_thread(c: &mut Criterion) {

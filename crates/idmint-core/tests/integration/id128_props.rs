@@ -340,22 +340,19 @@ fn node_fields_that_do_not_fit_are_refused() {
     assert!(ids.next_ids(1_000_001).is_err());
 }
 
-/// A child process made by `fork` starts with copies of its parent's generator and random
-/// state; it must still never give an ID its parent gives.
+/// `n` IDs of `ids` made in a child process forked from this thread, which checks that it
+/// counted the fork (it writes nothing otherwise).
 #[cfg(unix)]
-#[test]
 #[allow(unsafe_code)]
-fn a_forked_child_never_repeats_its_parent() {
+fn ids_of_a_child(ids: &Id128Generator, n: usize) -> Vec<Id128> {
     use std::io::Read;
     use std::os::fd::FromRawFd;
 
-    let clock = ManualClock::shared(NOW_MS);
-    let ids = generator(Id128Kind::Uuid7, &clock).build().unwrap();
-    let _ = ids.next_id().unwrap(); // this thread's random state exists before the fork
+    assert!(n <= 100);
     let forks_before = idmint_core::id128::forks_counted();
     let mut fds = [0i32; 2];
-    // SAFETY: a pipe into a local array; fork in a test whose child only draws IDs (no locks,
-    // no allocation: the batch below is on the stack), writes them and leaves with _exit.
+    // SAFETY: a pipe into a local array; the child only draws IDs into a stack buffer (no
+    // locks, no allocation), writes them and leaves with _exit.
     let pid = unsafe {
         assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
         libc::fork()
@@ -363,40 +360,53 @@ fn a_forked_child_never_repeats_its_parent() {
     assert!(pid >= 0);
     if pid == 0 {
         let mut out = [0u8; 16 * 100];
-        let mut ok = idmint_core::id128::forks_counted() == forks_before + 1;
+        let counted = idmint_core::id128::forks_counted() == forks_before + 1;
         for (slot, id) in out
             .chunks_mut(16)
-            .zip(ids.next_ids(100).into_iter().flatten())
+            .zip(ids.next_ids(n as u32).into_iter().flatten())
         {
             slot.copy_from_slice(&id.to_bytes());
         }
-        ok &= out[16 * 99..].iter().any(|&b| b != 0);
-        // SAFETY: writes a buffer this child owns to the pipe, then ends without unwinding.
+        // SAFETY: writes a buffer this child owns, then ends without unwinding.
         unsafe {
-            libc::write(fds[1], out.as_ptr().cast(), if ok { out.len() } else { 0 });
+            libc::write(
+                fds[1],
+                out.as_ptr().cast(),
+                if counted { 16 * n } else { 0 },
+            );
             libc::_exit(0);
         }
     }
-    // SAFETY: the write end is this process's own descriptor, closed once; the read end is
-    // owned by the File from here on.
-    let mut child = unsafe {
+    // SAFETY: this process's own descriptors, each closed once (the File owns the read end).
+    let mut pipe = unsafe {
         libc::close(fds[1]);
         std::fs::File::from_raw_fd(fds[0])
     };
-    let parent: Vec<Id128> = ids.next_ids(100).unwrap().collect();
     let mut bytes = Vec::new();
-    child.read_to_end(&mut bytes).unwrap();
-    // SAFETY: waits for the child this test forked.
+    pipe.read_to_end(&mut bytes).unwrap();
+    // SAFETY: waits for the child forked above.
     unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
     assert_eq!(
         bytes.len(),
-        1600,
-        "the child did not see the fork or could not draw IDs"
+        16 * n,
+        "the child did not count the fork or draw its IDs"
     );
-    let child: Vec<Id128> = bytes
+    bytes
         .chunks(16)
         .map(|c| Id128::parse_bytes(c).unwrap())
-        .collect();
+        .collect()
+}
+
+/// A child process made by `fork` starts with copies of its parent's generator and random
+/// state; it must still never give an ID its parent gives.
+#[cfg(unix)]
+#[test]
+fn a_forked_child_never_repeats_its_parent() {
+    let clock = ManualClock::shared(NOW_MS);
+    let ids = generator(Id128Kind::Uuid7, &clock).build().unwrap();
+    let _ = ids.next_id().unwrap(); // this thread's random state exists before the fork
+    let child = ids_of_a_child(&ids, 100);
+    let parent: Vec<Id128> = ids.next_ids(100).unwrap().collect();
     // Same clock, same copied counter: the same (ms, counter) pairs in both processes, told
     // apart only by the random bits, which the child reseeded.
     for (p, c) in parent.iter().zip(&child) {
@@ -463,61 +473,18 @@ fn a_clock_past_the_words_range_is_an_error_not_a_wrapped_id() {
     assert!(last.next_id().is_err());
 }
 
-/// Children forked from a parent that never drew an ID, and two children of one parent,
+/// Children forked from a thread that never drew an ID, and two children of one parent,
 /// never share an ID: each thread reseeds before its first draw and after every fork.
 #[cfg(unix)]
 #[test]
-#[allow(unsafe_code)]
 fn children_of_a_parent_that_never_drew_and_siblings_never_repeat() {
-    use std::io::Read;
-    use std::os::fd::FromRawFd;
-
-    fn child_ids(ids: &Id128Generator) -> Vec<Id128> {
-        let mut fds = [0i32; 2];
-        // SAFETY: a pipe into a local array; the child only draws IDs into a stack buffer,
-        // writes them and leaves with _exit.
-        let pid = unsafe {
-            assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
-            libc::fork()
-        };
-        assert!(pid >= 0);
-        if pid == 0 {
-            let mut out = [0u8; 16 * 50];
-            for (slot, id) in out
-                .chunks_mut(16)
-                .zip(ids.next_ids(50).into_iter().flatten())
-            {
-                slot.copy_from_slice(&id.to_bytes());
-            }
-            // SAFETY: writes a buffer this child owns, then ends without unwinding.
-            unsafe {
-                libc::write(fds[1], out.as_ptr().cast(), out.len());
-                libc::_exit(0);
-            }
-        }
-        // SAFETY: this process's own descriptors, each closed once (the File owns the read end).
-        let mut pipe = unsafe {
-            libc::close(fds[1]);
-            std::fs::File::from_raw_fd(fds[0])
-        };
-        let mut bytes = Vec::new();
-        pipe.read_to_end(&mut bytes).unwrap();
-        // SAFETY: waits for the child forked above.
-        unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        assert_eq!(bytes.len(), 800);
-        bytes
-            .chunks(16)
-            .map(|c| Id128::parse_bytes(c).unwrap())
-            .collect()
-    }
-
     // The generator is built (and draws) on this thread; the forks happen on another, which
     // has drawn nothing for IDs (it used rand for something else).
     let clock = ManualClock::shared(NOW_MS);
     let ids = Arc::new(generator(Id128Kind::Ulid, &clock).build().unwrap());
     std::thread::spawn(move || {
         let _ = rand::random::<u64>();
-        let (first, second) = (child_ids(&ids), child_ids(&ids));
+        let (first, second) = (ids_of_a_child(&ids, 50), ids_of_a_child(&ids, 50));
         let parent: Vec<Id128> = ids.next_ids(50).unwrap().collect();
         let mut seen = HashSet::new();
         for id in first.iter().chain(&second).chain(&parent) {
